@@ -1,0 +1,309 @@
+--- The core's side of the door between handlers and C.
+--
+-- Every `ffi.cdef` of moonport lives here, along with the `req` and `res`
+-- objects handlers receive and the runner that executes handlers inside
+-- pooled coroutines. Handler scripts never see a pointer: `req` and `res`
+-- hold a request's (slot, generation) name, and every C call checks it, so
+-- an object kept past its request raises "request already finished".
+--
+-- C functions return status codes and never raise; this module turns the
+-- codes into Lua errors for misuse (`error(msg, 2)`), and into `nil, err`
+-- for expected failures.
+-- @module moonport.core
+
+local ffi = require("ffi")
+local cjson = require("cjson")
+
+local C = ffi.C
+local type, tostring, error, setmetatable = type, tostring, error, setmetatable
+local ffi_string = ffi.string
+local yield = coroutine.yield
+local xpcall, traceback = xpcall, debug.traceback
+
+ffi.cdef[[
+int mp_req_method(uint32_t slot, uint32_t gen, const char **out);
+int mp_req_target(uint32_t slot, uint32_t gen, int which, const char **out);
+int mp_req_header(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+                  const char **out);
+int mp_req_header_count(uint32_t slot, uint32_t gen);
+int mp_req_header_at(uint32_t slot, uint32_t gen, int i, const char **name,
+                     int32_t *nlen, const char **value);
+int mp_req_query(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+                 const char **out);
+int mp_req_param_count(uint32_t slot, uint32_t gen);
+int mp_req_param_at(uint32_t slot, uint32_t gen, int i, const char **name,
+                    const char **value);
+int mp_req_body(uint32_t slot, uint32_t gen, const char **out);
+int mp_req_remote_addr(uint32_t slot, uint32_t gen, const char **out);
+int mp_res_status(uint32_t slot, uint32_t gen, int status);
+int mp_res_header(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+                  const char *value, size_t vlen);
+int mp_res_send(uint32_t slot, uint32_t gen, const char *body, size_t len,
+                int json);
+int mp_res_write(uint32_t slot, uint32_t gen, const char *data, size_t len);
+int mp_res_finish(uint32_t slot, uint32_t gen);
+int mp_sleep(double ms);
+]]
+
+-- Return codes (server/errors.h).
+local MP_DECLINED = -30002
+local MP_BAD_CONTEXT = -30003
+local MP_NOMEM = -30004
+local MP_INVALID = -30005
+local MP_STATE = -30006
+local MP_NOT_FOUND = -30007
+
+local core = {}
+
+-- Out-parameters, made once and reused by every call.
+local out = ffi.new("const char *[1]")
+local out2 = ffi.new("const char *[1]")
+local outlen = ffi.new("int32_t[1]")
+
+--- Raises the error for a failed C call, blaming the handler's caller line.
+local function fail(rc, what)
+  if rc == MP_BAD_CONTEXT then
+    error("request already finished", 3)
+  elseif rc == MP_STATE then
+    error(what .. ": response already sent", 3)
+  elseif rc == MP_NOMEM then
+    error(what .. ": out of memory", 3)
+  end
+  error(what .. ": failed (" .. tostring(rc) .. ")", 3)
+end
+
+-- The request ------------------------------------------------------------
+
+local req_methods = {}
+local req_fields = {}
+
+local Req = {
+  __index = function(self, key)
+    local method = req_methods[key]
+    if method then return method end
+    local field = req_fields[key]
+    if field then return field(self) end
+    return nil
+  end,
+  __newindex = function() error("req is read-only", 2) end,
+}
+
+local function target(self, which)
+  local n = C.mp_req_target(self[1], self[2], which, out)
+  if n < 0 then fail(n, "req") end
+  return ffi_string(out[0], n)
+end
+
+function req_fields.method(self)
+  local n = C.mp_req_method(self[1], self[2], out)
+  if n < 0 then fail(n, "req.method") end
+  return ffi_string(out[0], n)
+end
+
+function req_fields.path(self) return target(self, 0) end
+function req_fields.query_string(self) return target(self, 1) end
+function req_fields.target(self) return target(self, 2) end
+
+function req_fields.remote_addr(self)
+  local n = C.mp_req_remote_addr(self[1], self[2], out)
+  if n == MP_BAD_CONTEXT then fail(n, "req.remote_addr") end
+  if n < 0 then return nil end
+  return ffi_string(out[0], n)
+end
+
+function req_fields.params(self)
+  local slot, gen = self[1], self[2]
+  local count = C.mp_req_param_count(slot, gen)
+  if count < 0 then fail(count, "req.params") end
+  local params = {}
+  for i = 0, count - 1 do
+    local n = C.mp_req_param_at(slot, gen, i, out2, out)
+    if n < 0 then fail(n, "req.params") end
+    params[ffi_string(out2[0])] = ffi_string(out[0], n)
+  end
+  rawset(self, "params", params)
+  return params
+end
+
+--- The value of a request header, or nil.
+-- Names are case-insensitive; a repeated field's values are joined by ", ".
+-- @usage local ua = req:header("User-Agent")
+function req_methods.header(self, name)
+  if type(name) ~= "string" then error("req:header: name must be a string", 2) end
+  local n = C.mp_req_header(self[1], self[2], name, #name, out)
+  if n == MP_NOT_FOUND then return nil end
+  if n < 0 then fail(n, "req:header") end
+  return ffi_string(out[0], n)
+end
+
+--- All request headers as a table of lower-case names to values.
+-- @usage for name, value in pairs(req:headers()) do ... end
+function req_methods.headers(self)
+  local slot, gen = self[1], self[2]
+  local count = C.mp_req_header_count(slot, gen)
+  if count < 0 then fail(count, "req:headers") end
+  local headers = {}
+  for i = 0, count - 1 do
+    local n = C.mp_req_header_at(slot, gen, i, out2, outlen, out)
+    if n < 0 then fail(n, "req:headers") end
+    local name = ffi_string(out2[0], outlen[0]):lower()
+    local value = ffi_string(out[0], n)
+    local seen = headers[name]
+    headers[name] = seen and (seen .. ", " .. value) or value
+  end
+  return headers
+end
+
+--- A query parameter, percent-decoded with '+' as a space, or nil.
+-- @usage local q = req:query("q")
+function req_methods.query(self, name)
+  if type(name) ~= "string" then error("req:query: name must be a string", 2) end
+  local n = C.mp_req_query(self[1], self[2], name, #name, out)
+  if n == MP_NOT_FOUND then return nil end
+  if n < 0 then fail(n, "req:query") end
+  return ffi_string(out[0], n)
+end
+
+--- The whole request body as a string ("" when there is none).
+-- @usage local raw = req:body()
+function req_methods.body(self)
+  local n = C.mp_req_body(self[1], self[2], out)
+  if n < 0 then fail(n, "req:body") end
+  return ffi_string(out[0], n)
+end
+
+--- The body decoded as JSON; nil and a message when it is not JSON.
+-- @usage local doc, err = req:json()
+function req_methods.json(self)
+  local n = C.mp_req_body(self[1], self[2], out)
+  if n < 0 then fail(n, "req:json") end
+  local ok, value = pcall(cjson.decode, ffi_string(out[0], n))
+  if not ok then return nil, "invalid JSON: " .. tostring(value) end
+  return value
+end
+
+-- The response -----------------------------------------------------------
+
+local Res = {}
+Res.__index = Res
+Res.__newindex = function() error("res is read-only", 2) end
+
+--- Sets the status code (200..599); returns res.
+-- @usage res:status(201):json({id = id})
+function Res:status(code)
+  if type(code) ~= "number" or code % 1 ~= 0 then
+    error("res:status: code must be an integer", 2)
+  end
+  local rc = C.mp_res_status(self[1], self[2], code)
+  if rc == MP_INVALID then error("res:status: code must be 200..599", 2) end
+  if rc ~= 0 then fail(rc, "res:status") end
+  return self
+end
+
+--- Adds a response header (repeated names stay repeated); returns res.
+-- @usage res:header("Set-Cookie", "a=1"):header("Set-Cookie", "b=2")
+function Res:header(name, value)
+  if type(name) ~= "string" then error("res:header: name must be a string", 2) end
+  if type(value) == "number" then value = tostring(value) end
+  if type(value) ~= "string" then error("res:header: value must be a string", 2) end
+  local rc = C.mp_res_header(self[1], self[2], name, #name, value, #value)
+  if rc == MP_INVALID then
+    error("res:header: invalid header '" .. name .. "'", 2)
+  elseif rc == MP_DECLINED then
+    error("res:header: '" .. name .. "' is set by the server", 2)
+  end
+  if rc ~= 0 then fail(rc, "res:header") end
+  return self
+end
+
+--- Sends the whole response with body (text/plain unless a Content-Type was
+-- set); returns res.
+-- @usage res:send("Hello, World!")
+function Res:send(body)
+  if body == nil then body = "" end
+  if type(body) == "number" then body = tostring(body) end
+  if type(body) ~= "string" then error("res:send: body must be a string", 2) end
+  local rc = C.mp_res_send(self[1], self[2], body, #body, 0)
+  if rc ~= 0 then fail(rc, "res:send") end
+  return self
+end
+
+--- Sends value encoded as JSON (application/json); returns res.
+-- @usage res:json({ok = true})
+function Res:json(value)
+  local ok, body = pcall(cjson.encode, value)
+  if not ok then error("res:json: " .. tostring(body), 2) end
+  local rc = C.mp_res_send(self[1], self[2], body, #body, 1)
+  if rc ~= 0 then fail(rc, "res:json") end
+  return self
+end
+
+--- Streams a piece of the body. Without a declared Content-Length the
+-- response is chunked; with one, raw. Returns res.
+-- @usage res:write("part 1"); res:write("part 2"); res:finish()
+function Res:write(chunk)
+  if type(chunk) == "number" then chunk = tostring(chunk) end
+  if type(chunk) ~= "string" then error("res:write: chunk must be a string", 2) end
+  local rc = C.mp_res_write(self[1], self[2], chunk, #chunk)
+  if rc ~= 0 then fail(rc, "res:write") end
+  return self
+end
+
+--- Ends the response (also done when the handler returns).
+-- @usage res:finish()
+function Res:finish()
+  local rc = C.mp_res_finish(self[1], self[2])
+  if rc ~= 0 then fail(rc, "res:finish") end
+end
+
+-- Waiting ----------------------------------------------------------------
+
+--- Suspends the running handler for ms milliseconds; other requests go on.
+-- @usage moonport.sleep(200)
+function core.sleep(ms)
+  if type(ms) ~= "number" or ms < 0 or ms ~= ms then
+    error("moonport.sleep: ms must be a non-negative number", 2)
+  end
+  local rc = C.mp_sleep(ms)
+  if rc == MP_BAD_CONTEXT then
+    error("moonport.sleep: only a request handler can sleep", 2)
+  end
+  if rc ~= 0 then fail(rc, "moonport.sleep") end
+  yield()
+end
+
+-- Running handlers -------------------------------------------------------
+
+local function on_error(err)
+  return traceback(tostring(err), 2)
+end
+
+--- The body of every handler coroutine (started by server/lua_vm.c): run a
+-- handler, report how it ended, wait for the next one.
+function core.run(handler, slot, gen)
+  local DONE = core.DONE
+  while true do
+    local req = setmetatable({slot, gen}, Req)
+    local res = setmetatable({slot, gen}, Res)
+    local ok, err = xpcall(handler, on_error, req, res)
+    handler, slot, gen = yield(DONE, ok, err)
+  end
+end
+
+-- Apps -------------------------------------------------------------------
+
+local App = {}
+App.__index = App
+core.App = App
+
+--- Checks what an app script returned and lists its routes for the router
+-- as {method, pattern, handler, line}.
+function core.export(app, path)
+  if getmetatable(app) ~= App then
+    error(path .. ": the script must end with 'return app' (it returned "
+          .. type(app) .. ")", 0)
+  end
+  return app.routes
+end
+
+return core

@@ -1,0 +1,58 @@
+--- moonport's public Lua API (v1).
+--
+--     local moonport = require("moonport")
+--     local app = moonport.app()
+--     app:get("/hello", function(req, res) res:send("Hello, World!") end)
+--     return app
+--
+-- @module moonport
+
+local core = require("moonport.core")
+
+local type, error = type, error
+local getinfo = debug.getinfo
+
+local moonport = { _VERSION = "1" }
+
+local App = core.App
+
+--- A new, empty app. The script that makes it ends with `return app`.
+-- @usage local app = require("moonport").app()
+function moonport.app()
+  return setmetatable({ routes = {} }, App)
+end
+
+-- Records a route. Called from App methods only, so level 3 is the
+-- script line that declared it; errors and the router blame that line.
+local function add(app, method, pattern, handler)
+  if type(method) ~= "string" then error("method must be a string", 3) end
+  if type(pattern) ~= "string" or pattern:sub(1, 1) ~= "/" then
+    error("pattern must be a string starting with '/'", 3)
+  end
+  if type(handler) ~= "function" then error("handler must be a function", 3) end
+  local info = getinfo(3, "l")
+  local routes = app.routes
+  routes[#routes + 1] = { method:upper(), pattern, handler, info and info.currentline or 0 }
+end
+
+--- Declares a route for any method; returns the app.
+-- Patterns: literal segments, `:name` for one segment, `*name` for the rest.
+-- @usage app:route("PURGE", "/cache/*key", handler)
+function App:route(method, pattern, handler)
+  add(self, method, pattern, handler)
+  return self
+end
+
+--- Declare a GET, POST, PUT, PATCH, DELETE or OPTIONS route; return the app.
+-- @usage app:get("/users/:id", function(req, res) res:json({id = req.params.id}) end)
+for _, method in ipairs({ "get", "post", "put", "patch", "delete", "options" }) do
+  local upper = method:upper()
+  App[method] = function(self, pattern, handler)
+    add(self, upper, pattern, handler)
+    return self
+  end
+end
+
+moonport.sleep = core.sleep
+
+return moonport

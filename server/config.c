@@ -1,0 +1,194 @@
+/*
+ * Command-line parsing (see config.h). Every option is listed once in the
+ * options table below, which also produces --help, so the two cannot drift.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef MP_VERSION
+#define MP_VERSION "0.0.0"
+#endif
+
+typedef enum { OPT_FLAG, OPT_LISTEN, OPT_SECONDS, OPT_BYTES, OPT_COUNT } opt_kind;
+
+typedef struct option {
+  const char *name;
+  opt_kind kind;
+  const char *arg;
+  const char *help;
+} option;
+
+static const option options[] = {
+    {"--listen", OPT_LISTEN, "HOST:PORT",
+     "address to listen on (default 127.0.0.1:8080; port 0 picks a free one)"},
+    {"--idle-timeout", OPT_SECONDS, "SECONDS",
+     "close a keep-alive connection idle this long (default 60)"},
+    {"--max-body-size", OPT_BYTES, "BYTES",
+     "largest request body; larger gets 413 (default 1m)"},
+    {"--max-header-size", OPT_BYTES, "BYTES",
+     "largest request head; larger gets 431, or 414 for the request line "
+     "(default 16k)"},
+    {"--max-headers", OPT_COUNT, "N",
+     "most header fields in a request; more gets 431 (default 100)"},
+    {"--check", OPT_FLAG, NULL, "load the app, print its routes and exit"},
+    {"--debug", OPT_FLAG, NULL,
+     "put handler errors in 500 responses, not only in the log"},
+    {"--version", OPT_FLAG, NULL, "print the version and exit"},
+    {"--help", OPT_FLAG, NULL, "print this help and exit"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: moonport [options] APP.lua\n\noptions:\n");
+  for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+    char left[64];
+    snprintf(left, sizeof left, "%s%s%s", options[i].name,
+             options[i].arg ? " " : "", options[i].arg ? options[i].arg : "");
+    fprintf(out, "  %-26s %s\n", left, options[i].help);
+  }
+  fprintf(out,
+          "\nBYTES takes a k or m suffix (KiB, MiB). SECONDS may have a "
+          "fraction.\n");
+}
+
+static int bad_value(const char *opt, const char *value, const char *why) {
+  fprintf(stderr, "moonport: %s: invalid value '%s': %s\n", opt, value, why);
+  return MP_CONFIG_USAGE;
+}
+
+static int parse_listen(mp_config *cfg, const char *opt, const char *v) {
+  const char *colon = strrchr(v, ':');
+  if (colon == NULL) return bad_value(opt, v, "expected HOST:PORT");
+  const char *host = v;
+  size_t hlen = (size_t)(colon - v);
+  if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
+    host++;
+    hlen -= 2;
+  }
+  if (hlen == 0 || hlen >= sizeof cfg->host)
+    return bad_value(opt, v, "expected HOST:PORT");
+  char *end;
+  errno = 0;
+  long port = strtol(colon + 1, &end, 10);
+  if (errno || end == colon + 1 || *end != '\0' || port < 0 || port > 65535)
+    return bad_value(opt, v, "port must be 0..65535");
+  memcpy(cfg->host, host, hlen);
+  cfg->host[hlen] = '\0';
+  cfg->port = (int)port;
+  return MP_CONFIG_RUN;
+}
+
+static int parse_value(mp_config *cfg, const option *o, const char *v) {
+  char *end;
+  errno = 0;
+  switch (o->kind) {
+    case OPT_LISTEN:
+      return parse_listen(cfg, o->name, v);
+    case OPT_SECONDS: {
+      double s = strtod(v, &end);
+      if (errno || end == v || *end != '\0' || !isfinite(s) || s <= 0 ||
+          s > 86400.0 * 365)
+        return bad_value(o->name, v, "expected a positive number of seconds");
+      cfg->idle_timeout_ms = (uint64_t)(s * 1000.0 + 0.5);
+      return MP_CONFIG_RUN;
+    }
+    case OPT_BYTES: {
+      if (v[0] == '-' || v[0] == '\0')
+        return bad_value(o->name, v, "expected a size in bytes");
+      unsigned long long n = strtoull(v, &end, 10);
+      unsigned long long unit = 1;
+      if (*end == 'k' || *end == 'K') unit = 1024, end++;
+      else if (*end == 'm' || *end == 'M') unit = 1024 * 1024, end++;
+      if (errno || end == v || *end != '\0' || n == 0 || n > (1ull << 31) / unit)
+        return bad_value(o->name, v, "expected a size from 1 byte to 2g");
+      n *= unit;
+      if (strcmp(o->name, "--max-body-size") == 0)
+        cfg->max_body_size = (size_t)n;
+      else if (n < 256)
+        return bad_value(o->name, v, "the head limit is at least 256 bytes");
+      else
+        cfg->max_header_size = (size_t)n;
+      return MP_CONFIG_RUN;
+    }
+    case OPT_COUNT: {
+      long n = strtol(v, &end, 10);
+      if (errno || end == v || *end != '\0' || n < 1 || n > 10000)
+        return bad_value(o->name, v, "expected a count from 1 to 10000");
+      cfg->max_headers = (unsigned)n;
+      return MP_CONFIG_RUN;
+    }
+    case OPT_FLAG:
+      break;
+  }
+  return MP_CONFIG_USAGE;
+}
+
+int mp_config_parse(mp_config *cfg, int argc, char **argv) {
+  memset(cfg, 0, sizeof *cfg);
+  strcpy(cfg->host, "127.0.0.1");
+  cfg->port = 8080;
+  cfg->idle_timeout_ms = 60 * 1000;
+  cfg->max_body_size = 1024 * 1024;
+  cfg->max_header_size = 16 * 1024;
+  cfg->max_headers = 100;
+
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (arg[0] != '-' || strcmp(arg, "-") == 0) {
+      if (cfg->app != NULL) {
+        fprintf(stderr, "moonport: unexpected argument '%s' (one APP only)\n",
+                arg);
+        return MP_CONFIG_USAGE;
+      }
+      cfg->app = arg;
+      continue;
+    }
+    /* Accept both "--name value" and "--name=value". */
+    const char *eq = strchr(arg, '=');
+    size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+    const option *o = NULL;
+    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++)
+      if (strlen(options[k].name) == nlen &&
+          strncmp(options[k].name, arg, nlen) == 0)
+        o = &options[k];
+    if (o == NULL) {
+      fprintf(stderr, "moonport: unknown option '%.*s' (see --help)\n",
+              (int)nlen, arg);
+      return MP_CONFIG_USAGE;
+    }
+    if (o->kind == OPT_FLAG) {
+      if (eq != NULL) {
+        fprintf(stderr, "moonport: %s takes no value\n", o->name);
+        return MP_CONFIG_USAGE;
+      }
+      if (strcmp(o->name, "--help") == 0) {
+        usage(stdout);
+        return MP_CONFIG_EXIT;
+      }
+      if (strcmp(o->name, "--version") == 0) {
+        printf("moonport %s\n", MP_VERSION);
+        return MP_CONFIG_EXIT;
+      }
+      if (strcmp(o->name, "--check") == 0) cfg->check = true;
+      if (strcmp(o->name, "--debug") == 0) cfg->debug = true;
+      continue;
+    }
+    const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+    if (value == NULL) {
+      fprintf(stderr, "moonport: %s needs a value (%s)\n", o->name, o->arg);
+      return MP_CONFIG_USAGE;
+    }
+    int rc = parse_value(cfg, o, value);
+    if (rc != MP_CONFIG_RUN) return rc;
+  }
+  if (cfg->app == NULL) {
+    fprintf(stderr, "moonport: no APP.lua given (see --help)\n");
+    return MP_CONFIG_USAGE;
+  }
+  return MP_CONFIG_RUN;
+}

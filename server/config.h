@@ -1,0 +1,34 @@
+/*
+ * The command line: options, their defaults and their checks. Parsing has
+ * no side effects beyond filling mp_config and printing to stdout/stderr.
+ */
+#ifndef MP_CONFIG_H
+#define MP_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mp_config {
+  char host[256];
+  int port;
+  const char *app; /* the app script's path, as given */
+  bool check;      /* load, print routes, exit */
+  bool debug;      /* error details in 500 responses */
+  uint64_t idle_timeout_ms;
+  size_t max_body_size;
+  size_t max_header_size;
+  unsigned max_headers;
+} mp_config;
+
+enum {
+  MP_CONFIG_RUN = 0,  /* serve (or check) */
+  MP_CONFIG_EXIT = 1, /* --help or --version was printed: exit 0 */
+  MP_CONFIG_USAGE = 2 /* a usage error was printed: exit 2 */
+};
+
+/* Fills cfg from argv. Returns MP_CONFIG_RUN, MP_CONFIG_EXIT or
+ * MP_CONFIG_USAGE (after printing one line naming the problem). */
+int mp_config_parse(mp_config *cfg, int argc, char **argv);
+
+#endif

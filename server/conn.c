@@ -1,0 +1,418 @@
+/*
+ * A client connection (see conn.h).
+ *
+ * Input: one read buffer from the worker's pool, held only while something
+ * is pending in it; an idle keep-alive connection holds none. Requests are
+ * parsed and served one at a time, in order: the parser stops after each
+ * whole message and the next is parsed only when the previous one's handler
+ * has returned. Responses to pipelined requests therefore queue up in
+ * request order in `out` and leave in one write at the end of the event.
+ *
+ * Buffer layout while a message is in progress:
+ *   [msg_off, msg_off+head)  its head; method, target and headers are spans
+ *                            of it, so it stays until the request ends
+ *   ... up to rpos           body bytes, already copied out, droppable
+ *   [rpos, rlen)             bytes not parsed yet (pipelined requests)
+ * compact() keeps the head and the unparsed bytes and drops the rest.
+ *
+ * Output: `out` collects responses; a flush tries uv_try_write and queues
+ * the rest with uv_write, swapping `out` and `wbuf` so that responses can
+ * keep collecting while a write is in flight. While more than HIGH_WATER
+ * bytes wait, no further request is parsed and nothing more is read.
+ *
+ * Closing: a connection that must end after its responses shuts down its
+ * sending side once they are written, then reads and drops input until the
+ * client closes or LINGER_MS pass, so that unread input does not make the
+ * kernel reset the connection before the client has read the responses.
+ * The memory is freed in the last close callback of its two handles.
+ */
+#include "conn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+#include "log.h"
+#include "request.h"
+
+#define HIGH_WATER (1024 * 1024)
+#define LINGER_MS 2000
+
+struct mp_conn {
+  uv_tcp_t tcp;
+  uv_timer_t timer;
+  uv_write_t wreq;
+  uv_shutdown_t sreq;
+  mp_worker *w;
+  mp_conn *prev;
+  mp_conn *next;
+  int open_handles;
+
+  bool closing;           /* uv_close has been called */
+  bool close_after_flush; /* no more requests: end once `out` is written */
+  bool reading;
+  bool writing;    /* a uv_write is in flight */
+  bool eof;        /* the client has shut down its sending side */
+  bool lingering;  /* our side is shut down: dropping input until close */
+  bool processing; /* conn_process is on the stack */
+
+  char *rbuf;
+  size_t rlen;
+  size_t rpos;
+  mp_http1 h1;
+  mp_request *req; /* the message being parsed or served */
+
+  mp_buf out;
+  mp_buf wbuf;
+  uint64_t last_active;
+};
+
+static char discard[64 * 1024];
+
+static void conn_process(mp_conn *c);
+static void conn_close(mp_conn *c);
+
+mp_buf *mp_conn_out(mp_conn *c) { return &c->out; }
+
+void mp_conn_close_after_flush(mp_conn *c) { c->close_after_flush = true; }
+
+int mp_conn_peer(mp_conn *c, char *out, size_t cap) {
+  struct sockaddr_storage addr;
+  int len = sizeof addr;
+  int rc = uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len);
+  if (rc != 0) return rc;
+  if (addr.ss_family == AF_INET6)
+    rc = uv_ip6_name((struct sockaddr_in6 *)&addr, out, cap);
+  else
+    rc = uv_ip4_name((struct sockaddr_in *)&addr, out, cap);
+  return rc != 0 ? rc : (int)strlen(out);
+}
+
+static size_t pending_out(const mp_conn *c) {
+  return c->out.len + (c->writing ? c->wbuf.len : 0);
+}
+
+static bool handler_running(const mp_conn *c) {
+  return c->req != NULL && c->req->running;
+}
+
+/* Bytes of the current message's head that must stay in the buffer. */
+static size_t head_to_keep(const mp_conn *c) {
+  if (c->h1.state == MP_H1_IN_HEAD) return c->rpos - c->h1.msg_off;
+  return c->req != NULL ? c->req->msg.head_len : 0;
+}
+
+static void compact(mp_conn *c) {
+  size_t head = head_to_keep(c);
+  size_t unparsed = c->rlen - c->rpos;
+  if (c->h1.msg_off > 0) memmove(c->rbuf, c->rbuf + c->h1.msg_off, head);
+  if (c->rpos != head) memmove(c->rbuf + head, c->rbuf + c->rpos, unparsed);
+  c->rpos = head;
+  c->rlen = head + unparsed;
+  mp_http1_moved(&c->h1, 0);
+  if (c->req != NULL) c->req->head = c->rbuf;
+}
+
+static size_t room(const mp_conn *c) {
+  if (c->rbuf == NULL) return c->w->rbuf_size;
+  return c->w->rbuf_size - head_to_keep(c) - (c->rlen - c->rpos);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  mp_conn *c = h->data;
+  (void)suggested;
+  if (c->lingering) {
+    *buf = uv_buf_init(discard, sizeof discard);
+    return;
+  }
+  if (c->rbuf == NULL) {
+    c->rbuf = mp_pool_get(&c->w->rbuf_pool);
+    if (c->rbuf == NULL) {
+      *buf = uv_buf_init(NULL, 0); /* the read fails with UV_ENOBUFS */
+      return;
+    }
+  }
+  size_t cap = c->w->rbuf_size;
+  if (cap - c->rlen < cap / 4) compact(c);
+  *buf = uv_buf_init(c->rbuf + c->rlen, (unsigned)(cap - c->rlen));
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
+static void update_reading(mp_conn *c) {
+  bool want;
+  if (c->closing || c->eof)
+    want = false;
+  else if (c->lingering)
+    want = true;
+  else
+    want = !c->close_after_flush && room(c) > 0 &&
+           pending_out(c) <= HIGH_WATER;
+  if (want && !c->reading) {
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+      c->reading = true;
+  } else if (!want && c->reading) {
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = false;
+  }
+}
+
+static void on_close(uv_handle_t *h) {
+  mp_conn *c = h->data;
+  if (--c->open_handles > 0) return;
+  if (c->rbuf != NULL) mp_pool_put(&c->w->rbuf_pool, c->rbuf);
+  mp_buf_release(&c->out);
+  mp_buf_release(&c->wbuf);
+  free(c);
+}
+
+static void conn_close(mp_conn *c) {
+  if (c->closing) return;
+  c->closing = true;
+  if (c->req != NULL) {
+    mp_request_abort(c->req);
+    mp_request_release(c->req);
+    c->req = NULL;
+  }
+  mp_worker *w = c->w;
+  if (c->prev != NULL)
+    c->prev->next = c->next;
+  else
+    w->conns = c->next;
+  if (c->next != NULL) c->next->prev = c->prev;
+  w->nconns--;
+  uv_close((uv_handle_t *)&c->tcp, on_close);
+  uv_close((uv_handle_t *)&c->timer, on_close);
+}
+
+void mp_conn_close_all(mp_worker *w) {
+  while (w->conns != NULL) conn_close(w->conns);
+}
+
+static void on_timer(uv_timer_t *t) {
+  mp_conn *c = t->data;
+  uint64_t timeout = c->w->cfg->idle_timeout_ms;
+  if (c->lingering) {
+    conn_close(c);
+    return;
+  }
+  /* Time spent in a handler or waiting on a write is not idle time. */
+  if (handler_running(c) || c->writing) {
+    c->last_active = uv_now(c->w->loop);
+    uv_timer_start(&c->timer, on_timer, timeout, 0);
+    return;
+  }
+  uint64_t idle = uv_now(c->w->loop) - c->last_active;
+  if (idle >= timeout)
+    conn_close(c);
+  else
+    uv_timer_start(&c->timer, on_timer, timeout - idle, 0);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+  mp_conn *c = req->data;
+  if (c->closing) return;
+  if (status < 0 || c->eof) conn_close(c);
+}
+
+static void begin_shutdown(mp_conn *c) {
+  if (c->lingering || c->closing) return;
+  c->lingering = true;
+  if (c->req != NULL) {
+    mp_request_abort(c->req);
+    mp_request_release(c->req);
+    c->req = NULL;
+  }
+  uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
+  c->sreq.data = c;
+  if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+    conn_close(c);
+    return;
+  }
+  update_reading(c);
+}
+
+static void on_write(uv_write_t *req, int status) {
+  mp_conn *c = req->data;
+  c->writing = false;
+  c->wbuf.len = 0;
+  if (c->closing) return;
+  if (status < 0) {
+    conn_close(c);
+    return;
+  }
+  /* Keep one pooled block for the next response; give back the rest. */
+  if (c->wbuf.cap > c->w->out_pool.block_size) mp_buf_release(&c->wbuf);
+  conn_process(c);
+}
+
+void mp_conn_flush(mp_conn *c) {
+  if (c->closing || c->writing) return;
+  if (c->out.len == 0) {
+    if (c->close_after_flush) begin_shutdown(c);
+    return;
+  }
+  uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
+  int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+  if (n == (int)c->out.len) {
+    c->out.len = 0;
+    if (c->out.cap > c->w->out_pool.block_size) mp_buf_release(&c->out);
+    if (c->close_after_flush) begin_shutdown(c);
+    return;
+  }
+  if (n < 0 && n != UV_EAGAIN) {
+    conn_close(c);
+    return;
+  }
+  if (n < 0) n = 0;
+  mp_buf tmp = c->wbuf;
+  c->wbuf = c->out;
+  c->out = tmp;
+  c->out.len = 0;
+  b = uv_buf_init(c->wbuf.data + n, (unsigned)(c->wbuf.len - (size_t)n));
+  c->wreq.data = c;
+  int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
+  if (rc != 0) {
+    conn_close(c);
+    return;
+  }
+  c->writing = true;
+  update_reading(c);
+}
+
+static int on_body(void *ud, const char *p, size_t n) {
+  mp_conn *c = ud;
+  return mp_buf_append(&c->req->body, p, n);
+}
+
+static void protocol_error(mp_conn *c) {
+  char text[256];
+  const char *why = c->h1.error ? c->h1.error : "malformed request";
+  if (c->h1.status == 400)
+    snprintf(text, sizeof text, "bad request: %s", why);
+  else
+    snprintf(text, sizeof text, "%s", why);
+  if (c->req != NULL) {
+    mp_request_release(c->req);
+    c->req = NULL;
+  }
+  mp_response_error_to(c->w, &c->out, c->h1.status, text, true, NULL, 0);
+  c->close_after_flush = true;
+}
+
+static void finish_request(mp_conn *c) {
+  mp_request *r = c->req;
+  bool keep = r->keep_alive;
+  mp_request_release(r);
+  c->req = NULL;
+  mp_http1_next(&c->h1, c->rpos);
+  c->last_active = uv_now(c->w->loop);
+  if (!keep) c->close_after_flush = true;
+}
+
+static void after_process(mp_conn *c) {
+  if (c->closing) return;
+  /* A client that has stopped sending gets what it asked for, then the
+   * connection ends; a partial request at EOF is dropped. */
+  if (c->eof && !handler_running(c) && pending_out(c) <= HIGH_WATER)
+    c->close_after_flush = true;
+  if (c->rbuf != NULL && c->req == NULL && c->rpos == c->rlen &&
+      mp_http1_idle(&c->h1)) {
+    mp_pool_put(&c->w->rbuf_pool, c->rbuf);
+    c->rbuf = NULL;
+    c->rlen = c->rpos = 0;
+    mp_http1_moved(&c->h1, 0);
+  }
+  update_reading(c);
+  mp_conn_flush(c);
+}
+
+static void conn_process(mp_conn *c) {
+  if (c->processing) return;
+  c->processing = true;
+  while (!c->closing && !c->close_after_flush && !c->lingering) {
+    if (handler_running(c)) break;
+    if (pending_out(c) > HIGH_WATER) break;
+    if (c->rpos == c->rlen) break;
+    if (c->req == NULL) {
+      c->req = mp_request_acquire(c->w, c);
+      if (c->req == NULL) {
+        mp_log(MP_LOG_ERROR, "out of memory for a request record");
+        c->close_after_flush = true;
+        break;
+      }
+      mp_http1_attach(&c->h1, &c->req->msg);
+    }
+    int rc = mp_http1_execute(&c->h1, c->rbuf, c->rlen, &c->rpos);
+    if (rc == MP_H1_NEED_MORE) break;
+    if (rc == MP_H1_ERROR) {
+      protocol_error(c);
+      break;
+    }
+    c->req->head = c->rbuf + c->h1.msg_off;
+    if (!mp_request_start(c->req)) break; /* suspended */
+    finish_request(c);
+  }
+  c->processing = false;
+  after_process(c);
+}
+
+void mp_conn_request_done(mp_conn *c) {
+  if (c->closing) return;
+  finish_request(c);
+  conn_process(c);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  mp_conn *c = s->data;
+  (void)buf;
+  if (nread > 0) {
+    if (c->lingering) return;
+    c->rlen += (size_t)nread;
+    c->last_active = uv_now(c->w->loop);
+    conn_process(c);
+    return;
+  }
+  if (nread == 0) return;
+  if (nread == UV_EOF) {
+    c->eof = true;
+    update_reading(c);
+    if (c->lingering) {
+      conn_close(c);
+      return;
+    }
+    conn_process(c);
+    return;
+  }
+  conn_close(c);
+}
+
+void mp_conn_accept(mp_worker *w) {
+  mp_conn *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    mp_log(MP_LOG_ERROR, "out of memory for a connection");
+    return;
+  }
+  c->w = w;
+  uv_tcp_init(w->loop, &c->tcp);
+  c->tcp.data = c;
+  c->open_handles = 1;
+  if (uv_accept((uv_stream_t *)&w->listener, (uv_stream_t *)&c->tcp) != 0) {
+    uv_close((uv_handle_t *)&c->tcp, on_close);
+    return;
+  }
+  uv_tcp_nodelay(&c->tcp, 1);
+  uv_timer_init(w->loop, &c->timer);
+  c->timer.data = c;
+  c->open_handles = 2;
+  mp_http1_init(&c->h1, &w->limits, on_body, c);
+  c->out.pool = &w->out_pool;
+  c->wbuf.pool = &w->out_pool;
+  c->next = w->conns;
+  if (w->conns != NULL) w->conns->prev = c;
+  w->conns = c;
+  w->nconns++;
+  c->last_active = uv_now(w->loop);
+  uv_timer_start(&c->timer, on_timer, w->cfg->idle_timeout_ms, 0);
+  update_reading(c);
+}

@@ -1,0 +1,39 @@
+/*
+ * A client connection: reads bytes, feeds the protocol, hands whole
+ * requests to the request code one at a time, and writes what they answer.
+ */
+#ifndef MP_CONN_H
+#define MP_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "pool.h"
+#include "worker.h"
+
+/* Accepts one pending connection on w's listener. */
+void mp_conn_accept(mp_worker *w);
+
+/* Closes every connection (shutdown). Suspended handlers are abandoned. */
+void mp_conn_close_all(mp_worker *w);
+
+/* The buffer responses are appended to; written at the end of the event
+ * (mp_conn_flush) in one write with whatever else is pending. */
+mp_buf *mp_conn_out(mp_conn *c);
+
+/* Starts writing what is pending. Never runs Lua. */
+void mp_conn_flush(mp_conn *c);
+
+/* The request on c has finished (its handler returned and its response is
+ * complete) after being suspended: parse and serve what follows. Runs Lua
+ * for pipelined requests. */
+void mp_conn_request_done(mp_conn *c);
+
+/* The connection must close once what is queued has been written. */
+void mp_conn_close_after_flush(mp_conn *c);
+
+/* The peer's address as text ("127.0.0.1", "::1"); returns its length, or
+ * a negative libuv error. */
+int mp_conn_peer(mp_conn *c, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,523 @@
+/*
+ * HTTP/1.1 as bytes (see http1.h for the contract).
+ *
+ * Invariants:
+ * - While a head is being parsed, every byte llhttp sees has first passed
+ *   the pre-scan, and llhttp is never given a byte past the head's final LF
+ *   until the pre-scan has seen that blank line. Body bytes are not scanned.
+ * - Spans are offsets from h->msg_off. llhttp flushes a span that is cut by
+ *   the end of its input by calling back with the part it has, and starts a
+ *   new piece at the next execute; pieces of one span are adjacent in the
+ *   caller's buffer, so a span grows by its pieces' lengths.
+ * - After MP_H1_MESSAGE llhttp is paused and h->state is MP_H1_DONE until
+ *   mp_http1_next().
+ */
+#include "http1.h"
+
+#include "errors.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Pre-scan positions within the head. */
+enum {
+  SC_PRE,        /* before the request line: blank lines are skipped */
+  SC_PRE_CR,     /* CR before the request line */
+  SC_LINE_START, /* first byte of a line after the request line */
+  SC_IN_LINE,
+  SC_CR,       /* CR inside a line: LF must follow */
+  SC_BLANK_CR, /* CR at a line start: it can only begin the blank line */
+  SC_DONE      /* the blank line ending the head has been scanned */
+};
+
+static mp_http1 *from_parser(llhttp_t *p) { return (mp_http1 *)p->data; }
+
+static int fail(mp_http1 *h, int status, const char *error) {
+  h->status = status;
+  h->error = error;
+  return -1;
+}
+
+static uint32_t offset_of(mp_http1 *h, const char *at) {
+  return (uint32_t)(at - (h->base + h->msg_off));
+}
+
+static void span_grow(mp_http1 *h, mp_span *s, const char *at, size_t n) {
+  if (s->len == 0) s->off = offset_of(h, at);
+  s->len += (uint32_t)n;
+}
+
+static int on_message_begin(llhttp_t *p) {
+  mp_http1 *h = from_parser(p);
+  mp_http1_msg *m = h->msg;
+  mp_hfield *fields = m->fields;
+  memset(m, 0, sizeof *m);
+  m->fields = fields;
+  m->content_length = -1;
+  h->in_value = false;
+  return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t n) {
+  mp_http1 *h = from_parser(p);
+  span_grow(h, &h->msg->target, at, n);
+  return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t n) {
+  mp_http1 *h = from_parser(p);
+  mp_http1_msg *m = h->msg;
+  if (h->in_value || m->nfields == 0) {
+    if (m->nfields == h->limits->max_headers)
+      return fail(h, 431, "too many header fields");
+    memset(&m->fields[m->nfields++], 0, sizeof(mp_hfield));
+    h->in_value = false;
+  }
+  span_grow(h, &m->fields[m->nfields - 1].name, at, n);
+  return 0;
+}
+
+static int on_header_field_complete(llhttp_t *p) {
+  mp_http1 *h = from_parser(p);
+  mp_http1_msg *m = h->msg;
+  /* A value may be empty, in which case on_header_value never runs: open
+   * the value here so the next name starts a new field. */
+  h->in_value = true;
+  m->fields[m->nfields - 1].value = (mp_span){0, 0};
+  return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n) {
+  mp_http1 *h = from_parser(p);
+  mp_http1_msg *m = h->msg;
+  span_grow(h, &m->fields[m->nfields - 1].value, at, n);
+  return 0;
+}
+
+static int on_headers_complete(llhttp_t *p) {
+  mp_http1 *h = from_parser(p);
+  mp_http1_msg *m = h->msg;
+  m->method = p->method;
+  m->http_major = p->http_major;
+  m->http_minor = p->http_minor;
+  m->head_len = h->scanned;
+  if (m->http_major != 1 || m->http_minor > 1)
+    return fail(h, 505, "HTTP version not supported");
+  m->chunked = (p->flags & F_CHUNKED) != 0;
+  m->upgrade = p->upgrade != 0;
+  if (p->flags & F_CONTENT_LENGTH) {
+    if (p->content_length > h->limits->max_body_size)
+      return fail(h, 413, "request body too large");
+    m->content_length = (int64_t)p->content_length;
+  }
+
+  /* Split the target at '?'. */
+  const char *t = h->base + h->msg_off + m->target.off;
+  const char *q = memchr(t, '?', m->target.len);
+  m->path = m->target;
+  if (q != NULL) {
+    m->path.len = (uint32_t)(q - t);
+    m->query.off = m->target.off + m->path.len + 1;
+    m->query.len = m->target.len - m->path.len - 1;
+  }
+  h->state = MP_H1_IN_BODY;
+  return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n) {
+  mp_http1 *h = from_parser(p);
+  mp_http1_msg *m = h->msg;
+  m->body_len += n;
+  if (m->body_len > h->limits->max_body_size)
+    return fail(h, 413, "request body too large");
+  if (h->on_body(h->ud, at, n) != 0)
+    return fail(h, 500, "internal server error");
+  return 0;
+}
+
+static int on_message_complete(llhttp_t *p) {
+  mp_http1 *h = from_parser(p);
+  /* An upgrade is not supported: answer the request, then close. */
+  h->msg->keep_alive = llhttp_should_keep_alive(p) && !p->upgrade;
+  h->state = MP_H1_DONE;
+  return HPE_PAUSED;
+}
+
+static const llhttp_settings_t settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_field_complete = on_header_field_complete,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+void mp_http1_init(mp_http1 *h, const mp_http1_limits *limits,
+                   mp_http1_body_cb on_body_cb, void *ud) {
+  memset(h, 0, sizeof *h);
+  llhttp_init(&h->parser, HTTP_REQUEST, &settings);
+  h->parser.data = h;
+  h->limits = limits;
+  h->on_body = on_body_cb;
+  h->ud = ud;
+  h->state = MP_H1_IN_HEAD;
+  h->scan = SC_PRE;
+  h->scan_first_line = true;
+}
+
+void mp_http1_attach(mp_http1 *h, mp_http1_msg *msg) { h->msg = msg; }
+
+void mp_http1_next(mp_http1 *h, size_t pos) {
+  if (llhttp_get_errno(&h->parser) == HPE_PAUSED) llhttp_resume(&h->parser);
+  h->state = MP_H1_IN_HEAD;
+  h->scan = SC_PRE;
+  h->scan_first_line = true;
+  h->scanned = 0;
+  h->in_value = false;
+  h->msg_off = pos;
+}
+
+/* Scans head bytes. Returns how many of the n bytes belong to the head
+ * (all of them, or up to and including the blank line's LF), or -1 after
+ * recording the error. */
+static long scan_head(mp_http1 *h, const char *p, size_t n) {
+  size_t max = h->limits->max_header_size;
+  size_t i;
+  for (i = 0; i < n && h->scan != SC_DONE; i++) {
+    unsigned char c = (unsigned char)p[i];
+    if (c == '\0') return fail(h, 400, "NUL byte in request head");
+    switch (h->scan) {
+      case SC_PRE:
+        if (c == '\r')
+          h->scan = SC_PRE_CR;
+        else if (c != '\n')
+          h->scan = SC_IN_LINE;
+        break;
+      case SC_PRE_CR:
+        if (c != '\n') return fail(h, 400, "bare CR in request head");
+        h->scan = SC_PRE;
+        break;
+      case SC_LINE_START:
+        if (c == ' ' || c == '\t')
+          return fail(h, 400, "obsolete line folding in request head");
+        if (c == '\n')
+          h->scan = SC_DONE;
+        else if (c == '\r')
+          h->scan = SC_BLANK_CR;
+        else
+          h->scan = SC_IN_LINE;
+        break;
+      case SC_IN_LINE:
+        if (c == '\r')
+          h->scan = SC_CR;
+        else if (c == '\n') {
+          h->scan = SC_LINE_START;
+          h->scan_first_line = false;
+        }
+        break;
+      case SC_CR:
+        if (c != '\n') return fail(h, 400, "bare CR in request head");
+        h->scan = SC_LINE_START;
+        h->scan_first_line = false;
+        break;
+      case SC_BLANK_CR:
+        if (c != '\n') return fail(h, 400, "bare CR in request head");
+        h->scan = SC_DONE;
+        break;
+    }
+    if (++h->scanned > max) {
+      return h->scan_first_line ? fail(h, 414, "request line too long")
+                                : fail(h, 431, "request header fields too large");
+    }
+  }
+  return (long)i;
+}
+
+static void map_llhttp_error(mp_http1 *h, llhttp_errno_t e) {
+  if (h->status != 0) return; /* one of our callbacks failed */
+  h->status = 400;
+  h->error = llhttp_get_error_reason(&h->parser);
+  if (e == HPE_INVALID_VERSION) {
+    h->status = 505;
+    h->error = "HTTP version not supported";
+  }
+  if (h->error == NULL) h->error = llhttp_errno_name(e);
+}
+
+int mp_http1_execute(mp_http1 *h, const char *buf, size_t len, size_t *pos) {
+  h->base = buf;
+  while (*pos < len) {
+    if (h->state == MP_H1_DONE) return MP_H1_MESSAGE;
+    const char *p = buf + *pos;
+    size_t n = len - *pos;
+    if (h->state == MP_H1_IN_HEAD && h->scan != SC_DONE) {
+      long k = scan_head(h, p, n);
+      if (k < 0) return MP_H1_ERROR;
+      n = (size_t)k;
+    }
+    llhttp_errno_t e = llhttp_execute(&h->parser, p, n);
+    if (e == HPE_OK) {
+      *pos += n;
+      continue;
+    }
+    if (e == HPE_PAUSED && h->state == MP_H1_DONE) {
+      *pos = (size_t)(llhttp_get_error_pos(&h->parser) - buf);
+      return MP_H1_MESSAGE;
+    }
+    map_llhttp_error(h, e);
+    return MP_H1_ERROR;
+  }
+  return h->state == MP_H1_DONE ? MP_H1_MESSAGE : MP_H1_NEED_MORE;
+}
+
+/* ---- Bytes out ---- */
+
+const char *mp_http1_reason(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 203: return "Non-Authoritative Information";
+    case 204: return "No Content";
+    case 205: return "Reset Content";
+    case 206: return "Partial Content";
+    case 300: return "Multiple Choices";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 303: return "See Other";
+    case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 402: return "Payment Required";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
+    case 417: return "Expectation Failed";
+    case 418: return "I'm a teapot";
+    case 421: return "Misdirected Request";
+    case 422: return "Unprocessable Content";
+    case 425: return "Too Early";
+    case 426: return "Upgrade Required";
+    case 428: return "Precondition Required";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 451: return "Unavailable For Legal Reasons";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+  }
+  return "Unknown";
+}
+
+size_t mp_http1_date_line(char *out, time_t t) {
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  /* strftime's %a and %b follow the locale; IMF-fixdate needs English. */
+  static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  int n = snprintf(out, 40, "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n",
+                   days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon],
+                   tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return n > 0 ? (size_t)n : 0;
+}
+
+size_t mp_http1_json_string(char *out, size_t cap, const char *text,
+                            size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  size_t o = 0;
+  if (cap < 2) return 0;
+  out[o++] = '"';
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)text[i];
+    char esc[6];
+    size_t k;
+    if (c == '"' || c == '\\') {
+      esc[0] = '\\';
+      esc[1] = (char)c;
+      k = 2;
+    } else if (c == '\n') {
+      memcpy(esc, "\\n", 2);
+      k = 2;
+    } else if (c == '\t') {
+      memcpy(esc, "\\t", 2);
+      k = 2;
+    } else if (c < 0x20 || c == 0x7f) {
+      memcpy(esc, "\\u00", 4);
+      esc[4] = hex[c >> 4];
+      esc[5] = hex[c & 15];
+      k = 6;
+    } else {
+      esc[0] = (char)c;
+      k = 1;
+    }
+    if (o + k + 1 > cap) break;
+    memcpy(out + o, esc, k);
+    o += k;
+  }
+  out[o++] = '"';
+  return o;
+}
+
+static int hexval(unsigned char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+size_t mp_http1_unescape(char *dst, const char *src, size_t len,
+                         bool plus_space) {
+  size_t o = 0;
+  for (size_t i = 0; i < len; i++) {
+    char c = src[i];
+    if (c == '%' && i + 2 < len) {
+      int hi = hexval((unsigned char)src[i + 1]);
+      int lo = hexval((unsigned char)src[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        dst[o++] = (char)(hi * 16 + lo);
+        i += 2;
+        continue;
+      }
+    } else if (c == '+' && plus_space) {
+      c = ' ';
+    }
+    dst[o++] = c;
+  }
+  return o;
+}
+
+long mp_http1_query_get(const char *query, size_t qlen, const char *name,
+                        size_t nlen, char *dst) {
+  size_t i = 0;
+  while (i <= qlen) {
+    size_t end = i;
+    while (end < qlen && query[end] != '&') end++;
+    const char *pair = query + i;
+    size_t plen = end - i;
+    const char *eq = memchr(pair, '=', plen);
+    size_t klen = eq ? (size_t)(eq - pair) : plen;
+    if (plen > 0) {
+      /* Decode the key into dst (it is at least qlen long) to compare. */
+      size_t dk = mp_http1_unescape(dst, pair, klen, true);
+      if (dk == nlen && memcmp(dst, name, nlen) == 0) {
+        if (eq == NULL) return 0;
+        return (long)mp_http1_unescape(dst, eq + 1, plen - klen - 1, true);
+      }
+    }
+    i = end + 1;
+  }
+  return -1;
+}
+
+/* RFC 9110 tchar. */
+static bool is_tchar(unsigned char c) {
+  if (c >= 'a' && c <= 'z') return true;
+  if (c >= 'A' && c <= 'Z') return true;
+  if (c >= '0' && c <= '9') return true;
+  return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+bool mp_http1_valid_name(const char *p, size_t n) {
+  if (n == 0) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!is_tchar((unsigned char)p[i])) return false;
+  return true;
+}
+
+bool mp_http1_valid_value(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)p[i];
+    if (c == '\r' || c == '\n' || c == '\0') return false;
+  }
+  return true;
+}
+
+bool mp_http1_ieq(const char *a, const char *b, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
+    if (x >= 'A' && x <= 'Z') x += 32;
+    if (y >= 'A' && y <= 'Z') y += 32;
+    if (x != y) return false;
+  }
+  return true;
+}
+
+/* Appends the decimal digits of v. */
+static size_t put_u64(char *out, uint64_t v) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+  return n;
+}
+
+#define PUT(lit)                          \
+  do {                                    \
+    memcpy(p, lit, sizeof(lit) - 1);      \
+    p += sizeof(lit) - 1;                 \
+  } while (0)
+
+int mp_http1_write_head(mp_buf *out, const mp_http1_head *h) {
+  const char *reason = mp_http1_reason(h->status);
+  size_t rlen = strlen(reason);
+  size_t ctlen = h->content_type ? strlen(h->content_type) : 0;
+  size_t need = 16 + rlen + h->date_len + 16 + ctlen + 40 + h->extra_len + 32;
+  if (mp_buf_reserve(out, need) != 0) return MP_NOMEM;
+
+  char *p = out->data + out->len;
+  PUT("HTTP/1.1 ");
+  p += put_u64(p, (uint64_t)h->status);
+  *p++ = ' ';
+  memcpy(p, reason, rlen);
+  p += rlen;
+  PUT("\r\n");
+  memcpy(p, h->date, h->date_len);
+  p += h->date_len;
+  if (h->content_type != NULL) {
+    PUT("Content-Type: ");
+    memcpy(p, h->content_type, ctlen);
+    p += ctlen;
+    PUT("\r\n");
+  }
+  if (h->content_length >= 0) {
+    PUT("Content-Length: ");
+    p += put_u64(p, (uint64_t)h->content_length);
+    PUT("\r\n");
+  } else if (h->content_length == MP_H1_LENGTH_CHUNKED) {
+    PUT("Transfer-Encoding: chunked\r\n");
+  }
+  if (h->extra_len > 0) {
+    memcpy(p, h->extra, h->extra_len);
+    p += h->extra_len;
+  }
+  if (h->connection == MP_H1_CONN_CLOSE)
+    PUT("Connection: close\r\n");
+  else if (h->connection == MP_H1_CONN_KEEPALIVE)
+    PUT("Connection: keep-alive\r\n");
+  PUT("\r\n");
+  out->len = (size_t)(p - out->data);
+  return 0;
+}

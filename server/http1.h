@@ -1,0 +1,181 @@
+/*
+ * HTTP/1.1 as bytes: requests in, response heads out. No I/O.
+ *
+ * mp_http1 wraps llhttp (strict mode, no lenient flag) and adds what
+ * llhttp 8.1.0 lets through: a pre-scan of every head byte rejects NUL, a CR
+ * not followed by LF, and obs-fold, before llhttp sees the byte. It enforces
+ * the head, header-count and body limits and maps every failure to the
+ * status the client gets (400, 413, 414, 431, 505).
+ *
+ * The caller owns one contiguous input buffer. A message's method, target
+ * and headers are recorded as spans: offsets relative to the first byte of
+ * the message, so the caller may move the message within its buffer between
+ * calls (mp_http1_moved) as long as the head bytes stay contiguous. Body
+ * bytes are handed to a callback and may be dropped once it returns.
+ *
+ * The parser stops after each whole message (MP_H1_MESSAGE) and parses the
+ * next only after mp_http1_next(): responses stay in request order without
+ * any queue.
+ */
+#ifndef MP_HTTP1_H
+#define MP_HTTP1_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <llhttp.h>
+
+typedef struct mp_span {
+  uint32_t off; /* from the first byte of the message */
+  uint32_t len;
+} mp_span;
+
+typedef struct mp_hfield {
+  mp_span name;
+  mp_span value;
+} mp_hfield;
+
+typedef struct mp_http1_limits {
+  size_t max_header_size; /* bytes of request line and header fields */
+  size_t max_body_size;   /* bytes of decoded body */
+  unsigned max_headers;   /* header fields */
+} mp_http1_limits;
+
+/* One parsed request head. `fields` is the caller's array of
+ * limits->max_headers entries. */
+typedef struct mp_http1_msg {
+  uint8_t method; /* llhttp_method_t */
+  uint8_t http_major;
+  uint8_t http_minor;
+  bool keep_alive;     /* valid after MP_H1_MESSAGE */
+  bool chunked;
+  bool upgrade;
+  int64_t content_length; /* -1 when absent */
+  uint64_t body_len;      /* decoded body bytes seen so far */
+  mp_span target;
+  mp_span path;  /* target up to '?' */
+  mp_span query; /* after '?', without it; len 0 when absent */
+  uint32_t head_len; /* bytes from message start to the end of the head */
+  unsigned nfields;
+  mp_hfield *fields;
+} mp_http1_msg;
+
+enum {
+  MP_H1_NEED_MORE = 0, /* every byte given was consumed */
+  MP_H1_MESSAGE = 1,   /* a whole message; call mp_http1_next() */
+  MP_H1_ERROR = 2      /* see status and error; the connection must close */
+};
+
+typedef enum { MP_H1_IN_HEAD, MP_H1_IN_BODY, MP_H1_DONE } mp_h1_state;
+
+/* Receives decoded body bytes. Returns 0, or non-zero to fail the message
+ * with a 500. */
+typedef int (*mp_http1_body_cb)(void *ud, const char *p, size_t n);
+
+typedef struct mp_http1 {
+  llhttp_t parser;
+  const mp_http1_limits *limits;
+  mp_http1_msg *msg;
+  mp_http1_body_cb on_body;
+  void *ud;
+  const char *base;  /* the caller's buffer during mp_http1_execute */
+  size_t msg_off;    /* where the current message starts in that buffer */
+  mp_h1_state state;
+  /* pre-scan */
+  uint8_t scan;          /* position within a line, see http1.c */
+  bool scan_first_line;  /* still in the request line */
+  uint32_t scanned;      /* head bytes scanned so far */
+  bool in_value;         /* last header span was a value */
+  /* failure */
+  int status;        /* HTTP status to answer with, after MP_H1_ERROR */
+  const char *error; /* static text for the error body */
+} mp_http1;
+
+void mp_http1_init(mp_http1 *h, const mp_http1_limits *limits,
+                   mp_http1_body_cb on_body, void *ud);
+
+/* Attaches the head record the next message is parsed into. */
+void mp_http1_attach(mp_http1 *h, mp_http1_msg *msg);
+
+/* Parses buf[*pos, len), where the current message starts at h->msg_off.
+ * Advances *pos past what was consumed. Returns MP_H1_NEED_MORE,
+ * MP_H1_MESSAGE or MP_H1_ERROR. May call on_body; never runs Lua. */
+int mp_http1_execute(mp_http1 *h, const char *buf, size_t len, size_t *pos);
+
+/* Starts the next message at offset pos of the caller's buffer. */
+void mp_http1_next(mp_http1 *h, size_t pos);
+
+/* The caller moved the current message to start at new_off. */
+static inline void mp_http1_moved(mp_http1 *h, size_t new_off) {
+  h->msg_off = new_off;
+}
+
+/* True when no byte of a next message has been seen yet. */
+static inline bool mp_http1_idle(const mp_http1 *h) {
+  return h->state == MP_H1_IN_HEAD && h->scanned == 0;
+}
+
+/* ---- Bytes out ---- */
+
+/* The reason phrase for a status code ("OK", "Not Found"), or "Unknown". */
+const char *mp_http1_reason(int status);
+
+/* Formats "Date: <IMF-fixdate>\r\n" into out (at least 40 bytes); returns
+ * its length. */
+size_t mp_http1_date_line(char *out, time_t t);
+
+/* Writes `"<text>"` as a JSON string into out, escaping as needed; returns
+ * bytes written, at most cap (the text is cut to fit). */
+size_t mp_http1_json_string(char *out, size_t cap, const char *text,
+                            size_t len);
+
+/* Percent-decodes src into dst (at least len bytes); with plus_space, '+'
+ * becomes ' '. Malformed escapes are kept as they are. Returns the decoded
+ * length. */
+size_t mp_http1_unescape(char *dst, const char *src, size_t len,
+                         bool plus_space);
+
+/* Finds the first query parameter called name (compared after decoding) in
+ * the raw query string; decodes its value into dst (at least qlen bytes)
+ * and returns the length, or -1 when absent. */
+long mp_http1_query_get(const char *query, size_t qlen, const char *name,
+                        size_t nlen, char *dst);
+
+/* True for a valid field-name token / field-value (no CR, LF, NUL). */
+bool mp_http1_valid_name(const char *p, size_t n);
+bool mp_http1_valid_value(const char *p, size_t n);
+
+/* Case-insensitive comparison of n bytes. */
+bool mp_http1_ieq(const char *a, const char *b, size_t n);
+
+/* ---- Response heads ---- */
+
+#include "pool.h"
+
+enum {
+  MP_H1_CONN_NONE = 0,      /* say nothing: HTTP/1.1 keep-alive */
+  MP_H1_CONN_CLOSE = 1,     /* "Connection: close" */
+  MP_H1_CONN_KEEPALIVE = 2  /* "Connection: keep-alive", for HTTP/1.0 */
+};
+
+#define MP_H1_LENGTH_CHUNKED (-1) /* Transfer-Encoding: chunked */
+#define MP_H1_LENGTH_NONE (-2)    /* no framing header (ends at close, or no body) */
+
+typedef struct mp_http1_head {
+  int status;
+  const char *date; /* a whole "Date: ...\r\n" line */
+  size_t date_len;
+  const char *content_type; /* NULL for none */
+  int64_t content_length;   /* >= 0, or MP_H1_LENGTH_* */
+  const char *extra;        /* header lines, each ending in CRLF */
+  size_t extra_len;
+  int connection; /* MP_H1_CONN_* */
+} mp_http1_head;
+
+/* Appends the head (status line through the blank line) to out. Returns 0
+ * or MP_NOMEM. */
+int mp_http1_write_head(mp_buf *out, const mp_http1_head *h);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * FFI entry points for lua/moonport/core.lua (see lua_ffi.h). Each looks
+ * its request up by (slot, gen) first and fails with MP_BAD_CONTEXT when it
+ * is gone, which core.lua turns into "request already finished".
+ */
+#include "lua_ffi.h"
+
+#include <string.h>
+
+#include "conn.h"
+#include "errors.h"
+#include "request.h"
+
+#define LOOKUP(r)                                   \
+  mp_request *r = mp_request_lookup(slot, gen);     \
+  if (r == NULL) return MP_BAD_CONTEXT
+
+static const char *span_ptr(const mp_request *r, mp_span s) {
+  return r->head + s.off;
+}
+
+int mp_req_method(uint32_t slot, uint32_t gen, const char **out) {
+  LOOKUP(r);
+  *out = llhttp_method_name((llhttp_method_t)r->msg.method);
+  return (int)strlen(*out);
+}
+
+int mp_req_target(uint32_t slot, uint32_t gen, int which, const char **out) {
+  LOOKUP(r);
+  mp_span s = which == 0 ? r->msg.path : which == 1 ? r->msg.query
+                                                    : r->msg.target;
+  *out = span_ptr(r, s);
+  return (int)s.len;
+}
+
+int mp_req_header(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+                  const char **out) {
+  LOOKUP(r);
+  int found = -1;
+  size_t total = 0;
+  unsigned count = 0;
+  for (unsigned i = 0; i < r->msg.nfields; i++) {
+    const mp_hfield *f = &r->msg.fields[i];
+    if (f->name.len == nlen && mp_http1_ieq(span_ptr(r, f->name), name, nlen)) {
+      if (found < 0) found = (int)i;
+      total += f->value.len + 2;
+      count++;
+    }
+  }
+  if (found < 0) return MP_NOT_FOUND;
+  const mp_hfield *first = &r->msg.fields[found];
+  if (count == 1) {
+    *out = span_ptr(r, first->value);
+    return (int)first->value.len;
+  }
+  char *dst = mp_worker_scratch(r->w, total);
+  if (dst == NULL) return MP_NOMEM;
+  size_t o = 0;
+  for (unsigned i = (unsigned)found; i < r->msg.nfields; i++) {
+    const mp_hfield *f = &r->msg.fields[i];
+    if (f->name.len == nlen && mp_http1_ieq(span_ptr(r, f->name), name, nlen)) {
+      if (o > 0) {
+        memcpy(dst + o, ", ", 2);
+        o += 2;
+      }
+      memcpy(dst + o, span_ptr(r, f->value), f->value.len);
+      o += f->value.len;
+    }
+  }
+  *out = dst;
+  return (int)o;
+}
+
+int mp_req_header_count(uint32_t slot, uint32_t gen) {
+  LOOKUP(r);
+  return (int)r->msg.nfields;
+}
+
+int mp_req_header_at(uint32_t slot, uint32_t gen, int i, const char **name,
+                     int32_t *nlen, const char **value) {
+  LOOKUP(r);
+  if (i < 0 || (unsigned)i >= r->msg.nfields) return MP_INVALID;
+  const mp_hfield *f = &r->msg.fields[i];
+  *name = span_ptr(r, f->name);
+  *nlen = (int32_t)f->name.len;
+  *value = span_ptr(r, f->value);
+  return (int)f->value.len;
+}
+
+int mp_req_query(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+                 const char **out) {
+  LOOKUP(r);
+  char *dst = mp_worker_scratch(r->w, r->msg.query.len + 1);
+  if (dst == NULL) return MP_NOMEM;
+  long n = mp_http1_query_get(span_ptr(r, r->msg.query), r->msg.query.len,
+                              name, nlen, dst);
+  if (n < 0) return MP_NOT_FOUND;
+  *out = dst;
+  return (int)n;
+}
+
+int mp_req_param_count(uint32_t slot, uint32_t gen) {
+  LOOKUP(r);
+  return (int)r->match.nparams;
+}
+
+int mp_req_param_at(uint32_t slot, uint32_t gen, int i, const char **name,
+                    const char **value) {
+  LOOKUP(r);
+  if (i < 0 || (unsigned)i >= r->match.nparams) return MP_INVALID;
+  mp_span s = r->match.params[i];
+  char *dst = mp_worker_scratch(r->w, s.len + 1);
+  if (dst == NULL) return MP_NOMEM;
+  *name = r->match.route->param_names[i];
+  *value = dst;
+  return (int)mp_http1_unescape(dst, span_ptr(r, r->msg.path) + s.off, s.len,
+                                false);
+}
+
+int mp_req_body(uint32_t slot, uint32_t gen, const char **out) {
+  LOOKUP(r);
+  *out = r->body.data ? r->body.data : "";
+  return (int)r->body.len;
+}
+
+int mp_req_remote_addr(uint32_t slot, uint32_t gen, const char **out) {
+  LOOKUP(r);
+  char *dst = mp_worker_scratch(r->w, 64);
+  if (dst == NULL) return MP_NOMEM;
+  int n = mp_conn_peer(r->conn, dst, 64);
+  *out = dst;
+  return n;
+}
+
+int mp_res_status(uint32_t slot, uint32_t gen, int status) {
+  LOOKUP(r);
+  return mp_response_status(r, status);
+}
+
+int mp_res_header(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+                  const char *value, size_t vlen) {
+  LOOKUP(r);
+  return mp_response_header(r, name, nlen, value, vlen);
+}
+
+int mp_res_send(uint32_t slot, uint32_t gen, const char *body, size_t len,
+                int json) {
+  LOOKUP(r);
+  return mp_response_send(r, body, len,
+                          json ? "application/json"
+                               : "text/plain; charset=utf-8");
+}
+
+int mp_res_write(uint32_t slot, uint32_t gen, const char *data, size_t len) {
+  LOOKUP(r);
+  return mp_response_write(r, data, len);
+}
+
+int mp_res_finish(uint32_t slot, uint32_t gen) {
+  LOOKUP(r);
+  return mp_response_finish(r);
+}
+
+int mp_sleep(double ms) {
+  mp_request *r = mp_worker_self ? mp_worker_self->current : NULL;
+  if (r == NULL) return MP_BAD_CONTEXT;
+  if (!(ms >= 0)) return MP_INVALID;
+  return mp_request_sleep(r, (uint64_t)ms);
+}

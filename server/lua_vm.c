@@ -1,0 +1,246 @@
+/*
+ * The worker's Lua VM (see lua_vm.h).
+ *
+ * Stack discipline: the main state's stack is empty between calls into this
+ * file. A pooled coroutine is suspended inside core.run's yield with an
+ * empty stack; starting a request pushes (handler, slot, gen) and resumes,
+ * which makes that yield return them. A fresh coroutine gets core.run
+ * pushed below the same three values.
+ */
+#include "lua_vm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "alloc.h"
+#include "log.h"
+#include "request.h"
+#include "router.h"
+
+#ifndef MP_LUA_DIR
+#define MP_LUA_DIR "lua"
+#endif
+#ifndef MP_LUA_INSTALL_DIR
+#define MP_LUA_INSTALL_DIR "/usr/local/share/moonport/lua"
+#endif
+
+#define MAX_POOLED 1024
+
+struct mp_vm {
+  lua_State *L;
+  mp_worker *w;
+  mp_lua_heap heap;
+  int run_ref; /* core.run */
+  lua_State *pool[MAX_POOLED];
+  int pool_refs[MAX_POOLED];
+  unsigned npool;
+  char error[1024];
+};
+
+/* core.run yields this light userdata's address when a handler is over. */
+static char done_marker;
+
+const char *mp_vm_error(const mp_vm *vm) { return vm->error; }
+
+static bool is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* [-0, +0, m] Puts moonport's library and the app's folder first on
+ * package.path. */
+static void set_path(lua_State *L, const char *app) {
+  const char *lib = is_dir(MP_LUA_DIR) ? MP_LUA_DIR : MP_LUA_INSTALL_DIR;
+  const char *slash = strrchr(app, '/');
+  int dirlen = slash ? (int)(slash - app) : 1;
+  const char *dir = slash ? app : ".";
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", lib, lib);
+  lua_pushlstring(L, dir, (size_t)dirlen);
+  lua_pushstring(L, "/?.lua;");
+  lua_pushvalue(L, -4); /* the old path */
+  lua_concat(L, 4);
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 2);
+}
+
+/* Copies a Lua error message into err as one line. */
+static void error_line(char *err, size_t errlen, const char *msg) {
+  snprintf(err, errlen, "%s", msg ? msg : "unknown error");
+  for (char *p = err; *p; p++)
+    if (*p == '\n') {
+      *p = '\0';
+      break;
+    }
+}
+
+/* [-0, +0, -] Loads the app and adds its routes. Returns 0 or -1 with err
+ * filled. */
+static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
+  lua_State *L = vm->L;
+  FILE *f = fopen(app, "rb");
+  if (f == NULL) {
+    snprintf(err, errlen, "%s: cannot open: %s", app, strerror(errno));
+    return -1;
+  }
+  fclose(f);
+
+  /* core.export(app) checks the script's result and returns its routes as
+   * an array of {method, pattern, handler, line}. */
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "moonport.core");
+  if (lua_pcall(L, 1, 1, 0) != 0) {
+    error_line(err, errlen, lua_tostring(L, -1));
+    lua_settop(L, 0);
+    return -1;
+  }
+  lua_pushlightuserdata(L, &done_marker);
+  lua_setfield(L, -2, "DONE");
+  lua_getfield(L, -1, "run");
+  vm->run_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "export");
+
+  if (luaL_loadfile(L, app) != 0 || lua_pcall(L, 0, 1, 0) != 0) {
+    error_line(err, errlen, lua_tostring(L, -1));
+    lua_settop(L, 0);
+    return -1;
+  }
+  lua_pushstring(L, app);
+  if (lua_pcall(L, 2, 1, 0) != 0) {
+    error_line(err, errlen, lua_tostring(L, -1));
+    lua_settop(L, 0);
+    return -1;
+  }
+
+  int n = (int)lua_objlen(L, -1);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, -1, i);
+    lua_rawgeti(L, -1, 1);
+    lua_rawgeti(L, -2, 2);
+    lua_rawgeti(L, -3, 4);
+    const char *method = lua_tostring(L, -3);
+    const char *pattern = lua_tostring(L, -2);
+    int line = (int)lua_tointeger(L, -1);
+    lua_rawgeti(L, -4, 3);
+    int handler = luaL_ref(L, LUA_REGISTRYINDEX);
+    char why[512];
+    int rc = mp_router_add(vm->w->router, method, pattern, handler, why,
+                           sizeof why);
+    if (rc != 0) {
+      snprintf(err, errlen, "%s:%d: %s", app, line, why);
+      lua_settop(L, 0);
+      return -1;
+    }
+    lua_pop(L, 4);
+  }
+  lua_settop(L, 0);
+  return 0;
+}
+
+mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen) {
+  mp_vm *vm = calloc(1, sizeof *vm);
+  if (vm == NULL) {
+    snprintf(err, errlen, "moonport: out of memory");
+    return NULL;
+  }
+  vm->w = w;
+  vm->L = lua_newstate(mp_lua_alloc, &vm->heap);
+  if (vm->L == NULL) {
+    snprintf(err, errlen, "moonport: cannot create a Lua state");
+    goto err;
+  }
+  luaL_openlibs(vm->L);
+  set_path(vm->L, app);
+  if (load_app(vm, app, err, errlen) != 0) goto err;
+  return vm;
+
+err:
+  mp_vm_close(vm);
+  return NULL;
+}
+
+void mp_vm_close(mp_vm *vm) {
+  if (vm->L != NULL) lua_close(vm->L);
+  free(vm);
+}
+
+static void drop(mp_vm *vm, mp_request *r) {
+  luaL_unref(vm->L, LUA_REGISTRYINDEX, r->co_ref);
+  r->co = NULL;
+  r->running = false;
+}
+
+static void log_failure(mp_vm *vm, mp_request *r, const char *msg) {
+  const mp_route *route = r->match.route;
+  const char *method = llhttp_method_name((llhttp_method_t)route->method);
+  mp_log(MP_LOG_ERROR, "%s %s: handler failed: %s", method, route->pattern,
+         msg ? msg : "(error object is not a string)");
+  error_line(vm->error, sizeof vm->error, msg);
+}
+
+/* Resumes r's coroutine with the nargs values on its stack. */
+static int resume(mp_vm *vm, mp_request *r, int nargs) {
+  lua_State *co = r->co;
+  vm->w->current = r;
+  int st = lua_resume(co, nargs);
+  vm->w->current = NULL;
+
+  if (st == LUA_YIELD && lua_gettop(co) >= 2 &&
+      lua_touserdata(co, 1) == &done_marker) {
+    int ok = lua_toboolean(co, 2);
+    if (!ok) log_failure(vm, r, lua_tostring(co, 3));
+    lua_settop(co, 0);
+    r->running = false;
+    r->co = NULL;
+    if (vm->npool < MAX_POOLED) {
+      vm->pool[vm->npool] = co;
+      vm->pool_refs[vm->npool++] = r->co_ref;
+    } else {
+      luaL_unref(vm->L, LUA_REGISTRYINDEX, r->co_ref);
+    }
+    return ok ? MP_VM_DONE : MP_VM_FAILED;
+  }
+  if (st == LUA_YIELD && r->waiting) {
+    lua_settop(co, 0);
+    return MP_VM_WAITING;
+  }
+  if (st == LUA_YIELD)
+    log_failure(vm, r, "handler yielded outside the moonport API");
+  else
+    log_failure(vm, r, lua_tostring(co, -1));
+  drop(vm, r);
+  return MP_VM_FAILED;
+}
+
+int mp_vm_start(mp_vm *vm, mp_request *r, int handler) {
+  lua_State *co;
+  if (vm->npool > 0) {
+    vm->npool--;
+    co = vm->pool[vm->npool];
+    r->co_ref = vm->pool_refs[vm->npool];
+  } else {
+    co = lua_newthread(vm->L);
+    r->co_ref = luaL_ref(vm->L, LUA_REGISTRYINDEX);
+    lua_rawgeti(co, LUA_REGISTRYINDEX, vm->run_ref);
+  }
+  r->co = co;
+  r->running = true;
+  lua_rawgeti(co, LUA_REGISTRYINDEX, handler);
+  lua_pushnumber(co, r->slot);
+  lua_pushnumber(co, r->gen);
+  return resume(vm, r, 3);
+}
+
+int mp_vm_resume(mp_vm *vm, mp_request *r) { return resume(vm, r, 0); }
+
+void mp_vm_abandon(mp_vm *vm, mp_request *r) {
+  if (r->co != NULL) drop(vm, r);
+}

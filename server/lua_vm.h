@@ -1,0 +1,41 @@
+/*
+ * The worker's Lua VM: loading the app, and running handlers in pooled
+ * coroutines.
+ *
+ * Every entry into Lua goes through lua_pcall or lua_resume, so a Lua error
+ * never unwinds through C frames. A handler runs inside the runner of
+ * lua/moonport/core.lua, which catches its errors with a traceback and
+ * yields a DONE marker when it returns; the coroutine then goes back to the
+ * pool. A coroutine that is abandoned mid-handler (its connection closed)
+ * is left to the garbage collector, never resumed.
+ */
+#ifndef MP_LUA_VM_H
+#define MP_LUA_VM_H
+
+#include <stddef.h>
+
+#include "worker.h"
+
+enum {
+  MP_VM_DONE = 0,    /* the handler returned */
+  MP_VM_FAILED = 1,  /* it raised (logged; see mp_vm_error) */
+  MP_VM_WAITING = 2  /* it is suspended in moonport.sleep */
+};
+
+/* Creates the VM, loads `app` and adds its routes to w->router. On failure
+ * returns NULL with one line in err: "file:line: message" where Lua gives a
+ * line, "file: message" otherwise. */
+mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen);
+void mp_vm_close(mp_vm *vm);
+
+/* Runs the handler (a registry reference) for r. Returns MP_VM_*. */
+int mp_vm_start(mp_vm *vm, mp_request *r, int handler);
+/* Resumes r's suspended handler. Returns MP_VM_*. */
+int mp_vm_resume(mp_vm *vm, mp_request *r);
+/* Drops r's suspended coroutine without resuming it. */
+void mp_vm_abandon(mp_vm *vm, mp_request *r);
+
+/* The message of the last handler failure (for --debug responses). */
+const char *mp_vm_error(const mp_vm *vm);
+
+#endif

@@ -1,0 +1,358 @@
+/*
+ * Requests (see request.h): the slot table, routing, the handler's run, and
+ * the response the handler builds.
+ *
+ * The response is written straight into the connection's output buffer:
+ * mp_response_send appends head and body in one go; mp_response_write
+ * appends the head on first use, then each piece with its chunk framing.
+ * Nothing here writes to the socket or closes the connection; the
+ * connection does that when control returns to it.
+ */
+#define _GNU_SOURCE /* memmem */
+#include "request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "errors.h"
+#include "log.h"
+#include "lua_vm.h"
+
+#define TEXT_PLAIN "text/plain; charset=utf-8"
+#define APPLICATION_JSON "application/json"
+
+/* Buffers bigger than these go back to malloc when a request ends. */
+#define KEEP_BODY (64 * 1024)
+#define KEEP_HEADERS (4 * 1024)
+
+static void on_sleep_timer(uv_timer_t *t);
+
+mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
+  mp_request *r;
+  if (w->nfree_slots > 0) {
+    r = w->reqs[w->free_slots[--w->nfree_slots]];
+  } else {
+    if ((w->nreqs & (w->nreqs - 1)) == 0) { /* 0, 1, 2, 4, ...: grow */
+      uint32_t cap = w->nreqs ? w->nreqs * 2 : 1;
+      mp_request **reqs = mp_realloc(w->reqs, cap * sizeof *reqs);
+      if (reqs == NULL) return NULL;
+      w->reqs = reqs;
+      uint32_t *slots = mp_realloc(w->free_slots, cap * sizeof *slots);
+      if (slots == NULL) return NULL;
+      w->free_slots = slots;
+    }
+    r = calloc(1, sizeof *r + w->limits.max_headers * sizeof(mp_hfield));
+    if (r == NULL) return NULL;
+    mp_malloc_count++;
+    r->slot = w->nreqs;
+    r->w = w;
+    uv_timer_init(w->loop, &r->timer);
+    r->timer.data = r;
+    w->reqs[w->nreqs++] = r;
+  }
+  r->conn = c;
+  r->msg.fields = r->fields;
+  r->status = 200;
+  r->res = MP_RES_NEW;
+  r->head_only = r->keep_alive = r->type_set = r->length_set = false;
+  r->chunked = false;
+  r->declared = -1;
+  r->sent = 0;
+  r->body.len = 0;
+  r->headers.len = 0;
+  r->co = NULL;
+  r->running = r->waiting = false;
+  return r;
+}
+
+void mp_request_release(mp_request *r) {
+  mp_worker *w = r->w;
+  r->gen++;
+  r->conn = NULL;
+  if (r->body.cap > KEEP_BODY) mp_buf_release(&r->body);
+  if (r->headers.cap > KEEP_HEADERS) mp_buf_release(&r->headers);
+  w->free_slots[w->nfree_slots++] = r->slot;
+}
+
+mp_request *mp_request_lookup(uint32_t slot, uint32_t gen) {
+  mp_worker *w = mp_worker_self;
+  if (w == NULL || slot >= w->nreqs) return NULL;
+  mp_request *r = w->reqs[slot];
+  return r->gen == gen && r->conn != NULL ? r : NULL;
+}
+
+void mp_request_close_all(mp_worker *w) {
+  for (uint32_t i = 0; i < w->nreqs; i++) uv_timer_stop(&w->reqs[i]->timer);
+}
+
+static void free_on_close(uv_handle_t *h) { free(h->data); }
+
+void mp_request_free_all(mp_worker *w) {
+  for (uint32_t i = 0; i < w->nreqs; i++) {
+    mp_request *r = w->reqs[i];
+    mp_buf_release(&r->body);
+    mp_buf_release(&r->headers);
+    uv_close((uv_handle_t *)&r->timer, free_on_close);
+  }
+  free(w->reqs);
+  free(w->free_slots);
+  w->reqs = NULL;
+  w->free_slots = NULL;
+  w->nreqs = w->nfree_slots = 0;
+}
+
+/* ---- The response ---- */
+
+static int connection_mode(const mp_request *r) {
+  if (!r->keep_alive) return MP_H1_CONN_CLOSE;
+  return r->msg.http_minor == 0 ? MP_H1_CONN_KEEPALIVE : MP_H1_CONN_NONE;
+}
+
+static bool body_allowed(int status) {
+  return status != 204 && status != 304;
+}
+
+static int write_head(mp_request *r, const char *content_type,
+                      int64_t length) {
+  mp_http1_head h;
+  h.status = r->status;
+  h.date = mp_worker_date(r->w, &h.date_len);
+  h.content_type = r->type_set ? NULL : content_type;
+  h.content_length = body_allowed(r->status) ? length : MP_H1_LENGTH_NONE;
+  h.extra = r->headers.data;
+  h.extra_len = r->headers.len;
+  h.connection = connection_mode(r);
+  return mp_http1_write_head(mp_conn_out(r->conn), &h);
+}
+
+int mp_response_status(mp_request *r, int status) {
+  if (r->res != MP_RES_NEW) return MP_STATE;
+  if (status < 200 || status > 599) return MP_INVALID;
+  r->status = status;
+  return 0;
+}
+
+static bool name_is(const char *name, size_t nlen, const char *lit) {
+  return strlen(lit) == nlen && mp_http1_ieq(name, lit, nlen);
+}
+
+int mp_response_header(mp_request *r, const char *name, size_t nlen,
+                       const char *value, size_t vlen) {
+  if (r->res != MP_RES_NEW) return MP_STATE;
+  if (!mp_http1_valid_name(name, nlen) || !mp_http1_valid_value(value, vlen))
+    return MP_INVALID;
+  if (name_is(name, nlen, "Content-Length")) {
+    int64_t n = 0;
+    if (vlen == 0 || vlen > 18) return MP_INVALID;
+    for (size_t i = 0; i < vlen; i++) {
+      if (value[i] < '0' || value[i] > '9') return MP_INVALID;
+      n = n * 10 + (value[i] - '0');
+    }
+    r->declared = n;
+    r->length_set = true;
+    return 0;
+  }
+  if (name_is(name, nlen, "Transfer-Encoding") || name_is(name, nlen, "Date"))
+    return MP_DECLINED; /* the core owns framing and the date */
+  if (name_is(name, nlen, "Connection")) {
+    if (vlen == 5 && mp_http1_ieq(value, "close", 5)) r->keep_alive = false;
+    return 0; /* the core writes Connection itself */
+  }
+  if (name_is(name, nlen, "Content-Type")) r->type_set = true;
+  mp_buf *b = &r->headers;
+  if (mp_buf_reserve(b, nlen + vlen + 4) != 0) return MP_NOMEM;
+  memcpy(b->data + b->len, name, nlen);
+  b->len += nlen;
+  memcpy(b->data + b->len, ": ", 2);
+  b->len += 2;
+  memcpy(b->data + b->len, value, vlen);
+  b->len += vlen;
+  memcpy(b->data + b->len, "\r\n", 2);
+  b->len += 2;
+  return 0;
+}
+
+int mp_response_send(mp_request *r, const char *body, size_t len,
+                     const char *content_type) {
+  if (r->res != MP_RES_NEW) return MP_STATE;
+  if (write_head(r, content_type, (int64_t)len) != 0) return MP_NOMEM;
+  r->res = MP_RES_DONE;
+  if (r->head_only || !body_allowed(r->status) || len == 0) return 0;
+  return mp_buf_append(mp_conn_out(r->conn), body, len);
+}
+
+/* A streamed body broke its declared length: the client cannot tell where
+ * the response ends, so the connection must end with it. */
+static void length_mismatch(mp_request *r, const char *what) {
+  const mp_route *route = r->match.route;
+  mp_log(MP_LOG_ERROR, "%s %s: %s (declared Content-Length %lld, wrote %lld)",
+         llhttp_method_name((llhttp_method_t)route->method), route->pattern,
+         what, (long long)r->declared, (long long)r->sent);
+  r->keep_alive = false;
+  mp_conn_close_after_flush(r->conn);
+}
+
+static int start_stream(mp_request *r) {
+  int64_t length;
+  if (r->length_set) {
+    length = r->declared;
+  } else if (r->msg.http_minor >= 1) {
+    length = MP_H1_LENGTH_CHUNKED;
+    r->chunked = true;
+  } else {
+    /* HTTP/1.0 has no chunked framing: the body ends at close. */
+    length = MP_H1_LENGTH_NONE;
+    r->keep_alive = false;
+  }
+  if (r->head_only || !body_allowed(r->status)) r->chunked = false;
+  if (write_head(r, TEXT_PLAIN, length) != 0) return MP_NOMEM;
+  r->res = MP_RES_STREAMING;
+  return 0;
+}
+
+int mp_response_write(mp_request *r, const char *data, size_t len) {
+  if (r->res == MP_RES_DONE) return MP_STATE;
+  if (r->res == MP_RES_NEW && start_stream(r) != 0) return MP_NOMEM;
+  if (len == 0) return 0; /* an empty chunk would end the body */
+  if (r->length_set && r->sent + (int64_t)len > r->declared) {
+    length_mismatch(r, "wrote past its declared length");
+    len = (size_t)(r->declared - r->sent);
+  }
+  r->sent += (int64_t)len;
+  if (r->head_only || !body_allowed(r->status)) return 0;
+  mp_buf *out = mp_conn_out(r->conn);
+  if (r->chunked) {
+    char size[24];
+    int n = snprintf(size, sizeof size, "%zx\r\n", len);
+    if (mp_buf_reserve(out, (size_t)n + len + 2) != 0) return MP_NOMEM;
+    mp_buf_append(out, size, (size_t)n);
+    mp_buf_append(out, data, len);
+    return mp_buf_append(out, "\r\n", 2);
+  }
+  return mp_buf_append(out, data, len);
+}
+
+int mp_response_finish(mp_request *r) {
+  if (r->res == MP_RES_DONE) return 0;
+  if (r->res == MP_RES_NEW) return mp_response_send(r, "", 0, TEXT_PLAIN);
+  r->res = MP_RES_DONE;
+  if (r->chunked) return mp_buf_append(mp_conn_out(r->conn), "0\r\n\r\n", 5);
+  if (r->length_set && r->sent < r->declared)
+    length_mismatch(r, "finished short of its declared length");
+  return 0;
+}
+
+int mp_response_error_to(mp_worker *w, mp_buf *out, int status,
+                         const char *text, bool close, const char *extra,
+                         size_t extra_len) {
+  char body[1100];
+  size_t n = 0;
+  memcpy(body, "{\"error\":", 9);
+  n = 9;
+  n += mp_http1_json_string(body + n, sizeof body - n - 1, text, strlen(text));
+  body[n++] = '}';
+  mp_http1_head h = {
+      .status = status,
+      .content_type = APPLICATION_JSON,
+      .content_length = (int64_t)n,
+      .extra = extra,
+      .extra_len = extra_len,
+      .connection = close ? MP_H1_CONN_CLOSE : MP_H1_CONN_NONE,
+  };
+  h.date = mp_worker_date(w, &h.date_len);
+  if (mp_http1_write_head(out, &h) != 0) return MP_NOMEM;
+  return mp_buf_append(out, body, n);
+}
+
+static void send_error(mp_request *r, int status, const char *text,
+                       const char *extra, size_t extra_len) {
+  if (r->res != MP_RES_NEW) {
+    /* Part of another response is out already: all we can do is end the
+     * connection so the client sees it was cut short. */
+    r->res = MP_RES_DONE;
+    r->keep_alive = false;
+    mp_conn_close_after_flush(r->conn);
+    return;
+  }
+  r->res = MP_RES_DONE;
+  bool close = !r->keep_alive;
+  mp_buf *out = mp_conn_out(r->conn);
+  if (r->head_only) {
+    /* Same head as the GET would get, without the body. */
+    size_t before = out->len;
+    mp_response_error_to(r->w, out, status, text, close, extra, extra_len);
+    char *blank = memmem(out->data + before, out->len - before, "\r\n\r\n", 4);
+    if (blank != NULL) out->len = (size_t)(blank - out->data) + 4;
+    return;
+  }
+  mp_response_error_to(r->w, out, status, text, close, extra, extra_len);
+}
+
+void mp_response_error(mp_request *r, int status, const char *text) {
+  send_error(r, status, text, NULL, 0);
+}
+
+/* ---- Running the handler ---- */
+
+/* Completes r after its handler stopped with `outcome`. Returns true when
+ * the request is over, false while the handler waits. */
+static bool settle(mp_request *r, int outcome) {
+  if (outcome == MP_VM_WAITING) return false;
+  if (outcome == MP_VM_FAILED) {
+    const char *text = r->w->cfg->debug ? mp_vm_error(r->w->vm)
+                                        : "internal server error";
+    send_error(r, 500, text, NULL, 0);
+  }
+  if (r->res != MP_RES_DONE && mp_response_finish(r) != 0) {
+    r->keep_alive = false;
+    mp_conn_close_after_flush(r->conn);
+  }
+  return true;
+}
+
+bool mp_request_start(mp_request *r) {
+  mp_worker *w = r->w;
+  r->head_only = r->msg.method == HTTP_HEAD;
+  r->keep_alive = r->msg.keep_alive;
+  uint64_t allow;
+  int rc = mp_router_match(w->router, r->msg.method, r->head + r->msg.path.off,
+                           r->msg.path.len, &r->match, &allow);
+  if (rc == MP_NOT_FOUND) {
+    send_error(r, 404, "not found", NULL, 0);
+    return true;
+  }
+  if (rc == MP_DECLINED) {
+    char line[512];
+    memcpy(line, "Allow: ", 7);
+    size_t n = 7 + mp_router_allow_list(allow, line + 7, sizeof line - 9);
+    memcpy(line + n, "\r\n", 2);
+    send_error(r, 405, "method not allowed", line, n + 2);
+    return true;
+  }
+  return settle(r, mp_vm_start(w->vm, r, r->match.route->handler));
+}
+
+int mp_request_sleep(mp_request *r, uint64_t ms) {
+  if (!r->running || r->waiting) return MP_STATE;
+  r->waiting = true;
+  return uv_timer_start(&r->timer, on_sleep_timer, ms, 0);
+}
+
+static void on_sleep_timer(uv_timer_t *t) {
+  mp_request *r = t->data;
+  r->waiting = false;
+  mp_conn *c = r->conn;
+  if (settle(r, mp_vm_resume(r->w->vm, r)))
+    mp_conn_request_done(c);
+  else
+    mp_conn_flush(c);
+}
+
+void mp_request_abort(mp_request *r) {
+  if (!r->running) return;
+  uv_timer_stop(&r->timer);
+  r->waiting = false;
+  mp_vm_abandon(r->w->vm, r);
+}

@@ -1,0 +1,109 @@
+/*
+ * A request from its whole head to its last response byte: routing, the
+ * handler's run, and the response the handler builds.
+ *
+ * Requests live in the worker's slot table and are reused; Lua names one by
+ * (slot, generation). Releasing a request bumps its generation, so every
+ * later call from a stale req/res object fails with MP_BAD_CONTEXT ("request
+ * already finished") instead of reaching the next request.
+ */
+#ifndef MP_REQUEST_H
+#define MP_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "http1.h"
+#include "pool.h"
+#include "router.h"
+#include "worker.h"
+
+typedef enum {
+  MP_RES_NEW,       /* nothing written yet */
+  MP_RES_STREAMING, /* head written, body going out in pieces */
+  MP_RES_DONE       /* complete */
+} mp_res_state;
+
+struct mp_request {
+  uint32_t slot;
+  uint32_t gen;
+  mp_worker *w;
+  mp_conn *conn;
+  const char *head; /* first byte of the message in the connection's buffer */
+
+  mp_http1_msg msg;
+  mp_route_match match;
+  mp_buf body;
+
+  /* The response. */
+  int status;
+  mp_res_state res;
+  bool head_only;     /* HEAD: everything but the body bytes */
+  bool keep_alive;    /* false: the connection closes after this response */
+  bool type_set;      /* the handler set Content-Type */
+  bool length_set;    /* the handler declared Content-Length */
+  bool chunked;       /* streaming with chunked framing */
+  int64_t declared;   /* the declared Content-Length */
+  int64_t sent;       /* body bytes written so far */
+  mp_buf headers;     /* handler header lines, each ending in CRLF */
+
+  /* The handler. */
+  void *co;        /* its coroutine (a lua_State), NULL when none */
+  int co_ref;      /* the coroutine's registry reference */
+  bool running;    /* the handler has not returned yet */
+  bool waiting;    /* suspended in moonport.sleep */
+  uv_timer_t timer;
+
+  mp_hfield fields[]; /* limits.max_headers entries, msg.fields points here */
+};
+
+/* A request record for a new message on c, or NULL when out of memory. */
+mp_request *mp_request_acquire(mp_worker *w, mp_conn *c);
+
+/* Gives the record back; every (slot, gen) naming it goes stale. */
+void mp_request_release(mp_request *r);
+
+/* The live request named (slot, gen), or NULL. */
+mp_request *mp_request_lookup(uint32_t slot, uint32_t gen);
+
+/* Routes r and runs its handler. Returns true when r finished (handler
+ * returned, response complete) before returning; otherwise the handler is
+ * suspended and mp_conn_request_done() follows later. Runs Lua. */
+bool mp_request_start(mp_request *r);
+
+/* Suspends r's handler for ms milliseconds (moonport.sleep); the handler
+ * must yield next. Returns 0 or MP_STATE when r is not running. */
+int mp_request_sleep(mp_request *r, uint64_t ms);
+
+/* Abandons r's handler if it is suspended (its connection is closing). */
+void mp_request_abort(mp_request *r);
+
+/* Shutdown: stops every sleeping handler's timer. */
+void mp_request_close_all(mp_worker *w);
+/* Frees every request record; call once the loop has stopped. */
+void mp_request_free_all(mp_worker *w);
+
+/* ---- The response, as the handler builds it. Each returns 0 or a
+ * negative code: MP_STATE (already sent), MP_INVALID, MP_NOMEM. ---- */
+
+int mp_response_status(mp_request *r, int status);
+int mp_response_header(mp_request *r, const char *name, size_t nlen,
+                       const char *value, size_t vlen);
+/* The whole body; content_type is used unless the handler set one. */
+int mp_response_send(mp_request *r, const char *body, size_t len,
+                     const char *content_type);
+int mp_response_write(mp_request *r, const char *data, size_t len);
+int mp_response_finish(mp_request *r);
+
+/* A JSON error answer from the core: {"error": "<text>"}. When the
+ * response has already started, the connection is closed instead. */
+void mp_response_error(mp_request *r, int status, const char *text);
+
+/* Appends a whole JSON error response to out, for failures that have no
+ * request record (malformed requests). */
+int mp_response_error_to(mp_worker *w, mp_buf *out, int status,
+                         const char *text, bool close, const char *extra,
+                         size_t extra_len);
+
+#endif

@@ -1,0 +1,164 @@
+/*
+ * A worker (see worker.h). It owns the loop and, through it, the listener,
+ * the signal handles, the connections and the requests. Shutdown closes the
+ * listener and every connection, then runs the loop until every handle's
+ * close callback has run, so that nothing is freed while libuv holds it.
+ */
+#include "worker.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "errors.h"
+#include "log.h"
+#include "lua_vm.h"
+#include "request.h"
+
+mp_worker *mp_worker_self;
+
+const char *mp_worker_date(mp_worker *w, size_t *len) {
+  /* uv_now() is the loop's cached clock: no system call here. */
+  uint64_t now_ms = uv_now(w->loop);
+  if (w->date_len == 0 || now_ms / 1000 != w->date_sec) {
+    w->date_sec = now_ms / 1000;
+    w->date_len = mp_http1_date_line(w->date, time(NULL));
+  }
+  *len = w->date_len;
+  return w->date;
+}
+
+char *mp_worker_scratch(mp_worker *w, size_t n) {
+  if (n <= w->scratch_cap) return w->scratch;
+  char *p = realloc(w->scratch, n);
+  if (p == NULL) return NULL;
+  w->scratch = p;
+  w->scratch_cap = n;
+  return p;
+}
+
+static void on_connection(uv_stream_t *server, int status) {
+  mp_worker *w = server->data;
+  if (status < 0) {
+    mp_log(MP_LOG_ERROR, "accept: %s", uv_strerror(status));
+    return;
+  }
+  mp_conn_accept(w);
+}
+
+static void stop(mp_worker *w) {
+  if (w->stopping) return;
+  w->stopping = true;
+  uv_close((uv_handle_t *)&w->listener, NULL);
+  uv_close((uv_handle_t *)&w->sigint, NULL);
+  uv_close((uv_handle_t *)&w->sigterm, NULL);
+  mp_conn_close_all(w);
+  mp_request_close_all(w);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  (void)signum;
+  stop(h->data);
+}
+
+static int listen_on(mp_worker *w) {
+  const mp_config *cfg = w->cfg;
+  struct sockaddr_storage addr;
+  int rc = uv_ip4_addr(cfg->host, cfg->port, (struct sockaddr_in *)&addr);
+  if (rc != 0)
+    rc = uv_ip6_addr(cfg->host, cfg->port, (struct sockaddr_in6 *)&addr);
+  if (rc != 0) {
+    fprintf(stderr, "moonport: --listen: '%s' is not an IP address\n",
+            cfg->host);
+    return rc;
+  }
+  uv_tcp_init(w->loop, &w->listener);
+  w->listener.data = w;
+  rc = uv_tcp_bind(&w->listener, (struct sockaddr *)&addr, 0);
+  if (rc == 0) rc = uv_listen((uv_stream_t *)&w->listener, 511, on_connection);
+  if (rc != 0) {
+    fprintf(stderr, "moonport: cannot listen on %s:%d: %s\n", cfg->host,
+            cfg->port, uv_strerror(rc));
+    return rc;
+  }
+  return 0;
+}
+
+int mp_worker_init(mp_worker *w, const mp_config *cfg) {
+  memset(w, 0, sizeof *w);
+  mp_worker_self = w;
+  w->cfg = cfg;
+  w->loop = uv_default_loop();
+  w->limits.max_header_size = cfg->max_header_size;
+  w->limits.max_body_size = cfg->max_body_size;
+  w->limits.max_headers = cfg->max_headers;
+  /* Room for a whole head plus the start of what follows it. */
+  w->rbuf_size = cfg->max_header_size + 4096;
+  mp_pool_init(&w->rbuf_pool, w->rbuf_size, 64);
+  mp_pool_init(&w->out_pool, 16 * 1024, 64);
+  signal(SIGPIPE, SIG_IGN);
+
+  char err[1024];
+  w->router = mp_router_new();
+  if (w->router == NULL) {
+    fprintf(stderr, "moonport: out of memory\n");
+    return 1;
+  }
+  w->vm = mp_vm_open(w, cfg->app, err, sizeof err);
+  if (w->vm == NULL) {
+    fprintf(stderr, "%s\n", err);
+    return 1;
+  }
+  if (cfg->check) return 0;
+  if (listen_on(w) != 0) return 1;
+
+  uv_signal_init(w->loop, &w->sigint);
+  uv_signal_init(w->loop, &w->sigterm);
+  w->sigint.data = w->sigterm.data = w;
+  uv_signal_start(&w->sigint, on_signal, SIGINT);
+  uv_signal_start(&w->sigterm, on_signal, SIGTERM);
+  return 0;
+}
+
+int mp_worker_run(mp_worker *w) {
+  struct sockaddr_storage addr;
+  int len = sizeof addr;
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  uv_tcp_getsockname(&w->listener, (struct sockaddr *)&addr, &len);
+  if (addr.ss_family == AF_INET6) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&addr;
+    uv_ip6_name(a, host, sizeof host);
+    port = ntohs(a->sin6_port);
+  } else {
+    struct sockaddr_in *a = (struct sockaddr_in *)&addr;
+    uv_ip4_name(a, host, sizeof host);
+    port = ntohs(a->sin_port);
+  }
+  unsigned n = mp_router_count(w->router);
+  printf("moonport %s listening on http://%s%s%s:%d (%u route%s from %s)\n",
+         MP_VERSION, addr.ss_family == AF_INET6 ? "[" : "", host,
+         addr.ss_family == AF_INET6 ? "]" : "", port, n, n == 1 ? "" : "s",
+         w->cfg->app);
+  fflush(stdout);
+
+  uv_run(w->loop, UV_RUN_DEFAULT);
+  return 0;
+}
+
+void mp_worker_destroy(mp_worker *w) {
+  if (!w->stopping && uv_is_active((uv_handle_t *)&w->sigint)) stop(w);
+  /* Let every close callback run before the memory goes. */
+  uv_run(w->loop, UV_RUN_DEFAULT);
+  if (w->vm != NULL) mp_vm_close(w->vm);
+  mp_request_free_all(w);
+  uv_run(w->loop, UV_RUN_DEFAULT);
+  uv_loop_close(w->loop);
+  mp_router_free(w->router);
+  mp_pool_destroy(&w->rbuf_pool);
+  mp_pool_destroy(&w->out_pool);
+  free(w->scratch);
+  mp_worker_self = NULL;
+}

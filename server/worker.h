@@ -1,0 +1,78 @@
+/*
+ * A worker: one libuv loop, one listening socket, one Lua VM, and the pools
+ * its connections and requests draw from. Everything on the request path
+ * belongs to exactly one worker, so nothing on it takes a lock.
+ */
+#ifndef MP_WORKER_H
+#define MP_WORKER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "http1.h"
+#include "pool.h"
+#include "router.h"
+
+typedef struct mp_conn mp_conn;
+typedef struct mp_request mp_request;
+typedef struct mp_vm mp_vm;
+
+typedef struct mp_worker {
+  uv_loop_t *loop;
+  const mp_config *cfg;
+  mp_http1_limits limits;
+  uv_tcp_t listener;
+  uv_signal_t sigint;
+  uv_signal_t sigterm;
+  bool stopping;
+
+  mp_router *router;
+  mp_vm *vm;
+
+  mp_pool rbuf_pool; /* connection read buffers */
+  mp_pool out_pool;  /* first blocks of output and header buffers */
+  size_t rbuf_size;
+
+  mp_conn *conns; /* every open connection, for shutdown */
+  unsigned nconns;
+
+  /* Request slots: a request is named to Lua by (slot, generation). */
+  mp_request **reqs;
+  uint32_t nreqs;
+  uint32_t *free_slots;
+  uint32_t nfree_slots;
+  mp_request *current; /* whose handler is running now, or NULL */
+
+  /* Scratch space FFI getters decode into; Lua copies out at once. */
+  char *scratch;
+  size_t scratch_cap;
+
+  /* The cached "Date: ...\r\n" line, rebuilt when the second changes. */
+  char date[40];
+  size_t date_len;
+  uint64_t date_sec;
+} mp_worker;
+
+/* The worker of this process (the FFI functions reach it here). */
+extern mp_worker *mp_worker_self;
+
+/* Sets up the loop, pools, VM (loading cfg->app) and the listening socket.
+ * On failure prints the reason to stderr and returns the exit code to use
+ * (1 for a broken app or an unusable address). Returns 0 on success. */
+int mp_worker_init(mp_worker *w, const mp_config *cfg);
+
+/* Prints the startup line and serves until SIGINT or SIGTERM. Returns 0. */
+int mp_worker_run(mp_worker *w);
+
+/* Frees everything mp_worker_init made. */
+void mp_worker_destroy(mp_worker *w);
+
+/* The current Date line. Cheap: formats at most once per second. */
+const char *mp_worker_date(mp_worker *w, size_t *len);
+
+/* Grows the scratch buffer to at least n bytes; returns it or NULL. */
+char *mp_worker_scratch(mp_worker *w, size_t n);
+
+#endif
