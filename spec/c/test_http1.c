@@ -1,1 +1,364 @@
-int main(void) { return 0; }
+/*
+ * The protocol module on strings: whole requests, every split of a request
+ * into two reads and one byte per read, pipelining, every rejection the
+ * pre-scan and the limits add to llhttp, and the bytes of response heads.
+ * Requests are copied to the very end of a heap buffer so that AddressSanitizer
+ * catches any read past the input.
+ */
+#include <stdlib.h>
+
+#include "check.h"
+#include "errors.h"
+#include "http1.h"
+#include "pool.h"
+
+#define MAX_FIELDS 100
+
+typedef struct parsed {
+  mp_http1 h;
+  mp_http1_msg msg;
+  mp_hfield fields[MAX_FIELDS];
+  char body[4096];
+  size_t body_len;
+} parsed;
+
+static mp_http1_limits limits = {
+    .max_header_size = 1024, .max_body_size = 64, .max_headers = 8};
+
+static int collect(void *ud, const char *p, size_t n) {
+  parsed *t = ud;
+  if (t->body_len + n > sizeof t->body) return -1;
+  memcpy(t->body + t->body_len, p, n);
+  t->body_len += n;
+  return 0;
+}
+
+static void setup(parsed *t) {
+  memset(t, 0, sizeof *t);
+  t->msg.fields = t->fields;
+  mp_http1_init(&t->h, &limits, collect, t);
+  mp_http1_attach(&t->h, &t->msg);
+}
+
+/* Feeds s as reads of `step` bytes (0: all at once) into one buffer that
+ * ends exactly where the input does. Returns the last result; *pos is how
+ * far the parser got. */
+static int feedn(parsed *t, const char *s, size_t len, size_t step,
+                 char **bufp, size_t *pos) {
+  char *buf = malloc(len ? len : 1);
+  memcpy(buf, s, len);
+  *bufp = buf;
+  *pos = 0;
+  int rc = MP_H1_NEED_MORE;
+  size_t avail = 0;
+  while (avail < len) {
+    avail = step == 0 ? len : (avail + step < len ? avail + step : len);
+    rc = mp_http1_execute(&t->h, buf, avail, pos);
+    if (rc != MP_H1_NEED_MORE) break;
+  }
+  return rc;
+}
+
+static int feed(parsed *t, const char *s, size_t step, char **bufp,
+                size_t *pos) {
+  return feedn(t, s, strlen(s), step, bufp, pos);
+}
+
+static const char *field_value(parsed *t, const char *buf, const char *name) {
+  static char out[256];
+  for (unsigned i = 0; i < t->msg.nfields; i++) {
+    mp_hfield *f = &t->msg.fields[i];
+    if (f->name.len == strlen(name) &&
+        mp_http1_ieq(buf + f->name.off, name, f->name.len)) {
+      snprintf(out, sizeof out, "%.*s", (int)f->value.len, buf + f->value.off);
+      return out;
+    }
+  }
+  return NULL;
+}
+
+static const char *REQ =
+    "POST /users/42?q=a+b&x=%41 HTTP/1.1\r\n"
+    "Host: example.test\r\n"
+    "Content-Length: 5\r\n"
+    "X-Empty:\r\n"
+    "X-Long-Name: value with spaces\r\n"
+    "\r\n"
+    "hello";
+
+static void check_req(parsed *t, const char *buf) {
+  CHECK_EQ_INT(t->msg.method, HTTP_POST);
+  CHECK_EQ_INT(t->msg.http_minor, 1);
+  CHECK(t->msg.keep_alive);
+  CHECK_SPAN(buf + t->msg.target.off, t->msg.target.len, "/users/42?q=a+b&x=%41");
+  CHECK_SPAN(buf + t->msg.path.off, t->msg.path.len, "/users/42");
+  CHECK_SPAN(buf + t->msg.query.off, t->msg.query.len, "q=a+b&x=%41");
+  CHECK_EQ_INT(t->msg.nfields, 4);
+  CHECK(field_value(t, buf, "host") && strcmp(field_value(t, buf, "host"), "example.test") == 0);
+  CHECK(field_value(t, buf, "x-empty") && strcmp(field_value(t, buf, "x-empty"), "") == 0);
+  CHECK(field_value(t, buf, "X-LONG-NAME") && strcmp(field_value(t, buf, "X-LONG-NAME"), "value with spaces") == 0);
+  CHECK_EQ_INT(t->msg.content_length, 5);
+  CHECK_SPAN(t->body, t->body_len, "hello");
+}
+
+static void test_whole_and_every_step(void) {
+  size_t len = strlen(REQ);
+  for (size_t step = 0; step <= len; step++) {
+    parsed t;
+    setup(&t);
+    char *buf;
+    size_t pos;
+    int rc = feed(&t, REQ, step, &buf, &pos);
+    CHECK_EQ_INT(rc, MP_H1_MESSAGE);
+    CHECK_EQ_INT(pos, len);
+    if (rc == MP_H1_MESSAGE) check_req(&t, buf);
+    free(buf);
+  }
+}
+
+/* Every split into two reads: the first read ends at each byte position. */
+static void test_every_split(void) {
+  size_t len = strlen(REQ);
+  for (size_t cut = 1; cut < len; cut++) {
+    parsed t;
+    setup(&t);
+    char *buf = malloc(len);
+    memcpy(buf, REQ, len);
+    size_t pos = 0;
+    int rc = mp_http1_execute(&t.h, buf, cut, &pos);
+    CHECK_EQ_INT(rc, MP_H1_NEED_MORE);
+    CHECK_EQ_INT(pos, cut);
+    rc = mp_http1_execute(&t.h, buf, len, &pos);
+    CHECK_EQ_INT(rc, MP_H1_MESSAGE);
+    if (rc == MP_H1_MESSAGE) check_req(&t, buf);
+    free(buf);
+  }
+}
+
+static void test_pipelined(void) {
+  const char *two =
+      "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /b HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"
+      "GET /c";
+  parsed t;
+  setup(&t);
+  char *buf;
+  size_t pos;
+  int rc = feed(&t, two, 0, &buf, &pos);
+  CHECK_EQ_INT(rc, MP_H1_MESSAGE);
+  CHECK_SPAN(buf + t.h.msg_off + t.msg.path.off, t.msg.path.len, "/a");
+  CHECK(t.msg.keep_alive);
+  mp_http1_next(&t.h, pos);
+  rc = mp_http1_execute(&t.h, buf, strlen(two), &pos);
+  CHECK_EQ_INT(rc, MP_H1_MESSAGE);
+  CHECK_SPAN(buf + t.h.msg_off + t.msg.path.off, t.msg.path.len, "/b");
+  CHECK(t.msg.keep_alive); /* HTTP/1.0 asking for keep-alive */
+  mp_http1_next(&t.h, pos);
+  CHECK(mp_http1_idle(&t.h));
+  rc = mp_http1_execute(&t.h, buf, strlen(two), &pos);
+  CHECK_EQ_INT(rc, MP_H1_NEED_MORE); /* the start of a third */
+  CHECK(!mp_http1_idle(&t.h));
+  CHECK_EQ_INT(pos, strlen(two));
+  free(buf);
+}
+
+static void test_keep_alive_rules(void) {
+  struct { const char *req; bool keep; } cases[] = {
+      {"GET / HTTP/1.1\r\n\r\n", true},
+      {"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", false},
+      {"GET / HTTP/1.0\r\n\r\n", false},
+      {"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    parsed t;
+    setup(&t);
+    char *buf;
+    size_t pos;
+    CHECK_EQ_INT(feed(&t, cases[i].req, 0, &buf, &pos), MP_H1_MESSAGE);
+    CHECK_EQ_INT(t.msg.keep_alive, cases[i].keep);
+    free(buf);
+  }
+}
+
+static void test_chunked(void) {
+  const char *req =
+      "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n";
+  for (size_t step = 0; step < 4; step++) {
+    parsed t;
+    setup(&t);
+    char *buf;
+    size_t pos;
+    CHECK_EQ_INT(feed(&t, req, step, &buf, &pos), MP_H1_MESSAGE);
+    CHECK(t.msg.chunked);
+    CHECK_SPAN(t.body, t.body_len, "hello world");
+    free(buf);
+  }
+}
+
+static void expect_error_n(const char *req, size_t len, int status,
+                           size_t step) {
+  parsed t;
+  setup(&t);
+  char *buf;
+  size_t pos;
+  int rc = feedn(&t, req, len, step, &buf, &pos);
+  CHECK_EQ_INT(rc, MP_H1_ERROR);
+  CHECK_EQ_INT(t.h.status, status);
+  if (rc != MP_H1_ERROR || t.h.status != status)
+    fprintf(stderr, "  for request: %s\n", req);
+  free(buf);
+}
+
+static void expect_error(const char *req, int status, size_t step) {
+  expect_error_n(req, strlen(req), status, step);
+}
+
+static void test_rejections(void) {
+  char big[2048];
+  for (size_t step = 0; step <= 1; step++) {
+    /* What llhttp 8.1.0 lets through. */
+    expect_error("GET / HTTP/1.1\r\nHost: a\r\n\rX\r\n\r\n", 400, step);
+    expect_error("GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", 400, step);
+    expect_error("GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n", 400, step);
+    expect_error("GET / HTTP/1.1\r\nA: b\r\n\tc\r\n\r\n", 400, step);
+    expect_error_n("GET / HTTP/1.1\r\nA: b\0c\r\n\r\n", 25, 400, step);
+    /* Plain malformations. */
+    expect_error("GET / HTTP/1.1\r\nBad Header\r\n\r\n", 400, step);
+    expect_error("\x01\x02garbage\r\n\r\n", 400, step);
+    expect_error("GET / HTTP/2.0\r\n\r\n", 505, step);
+    expect_error("GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", 400, step);
+    expect_error("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, step);
+    /* Limits. */
+    expect_error("POST / HTTP/1.1\r\nContent-Length: 65\r\n\r\n", 413, step);
+    expect_error("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "40\r\n0123456789012345678901234567890123456789012345678901234567890123\r\n"
+                 "1\r\nx\r\n0\r\n\r\n", 413, step);
+    expect_error("GET / HTTP/1.1\r\nA: 1\r\nA: 2\r\nA: 3\r\nA: 4\r\nA: 5\r\n"
+                 "A: 6\r\nA: 7\r\nA: 8\r\nA: 9\r\n\r\n", 431, step);
+  }
+  /* A request line past the head limit is 414; a head past it, 431. */
+  memset(big, 'a', sizeof big);
+  memcpy(big, "GET /", 5);
+  big[sizeof big - 1] = '\0';
+  expect_error(big, 414, 0);
+  memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
+  expect_error(big, 431, 0);
+  expect_error(big, 431, 100);
+}
+
+static void test_limits_exact(void) {
+  /* A body of exactly the limit passes. */
+  char req[256];
+  snprintf(req, sizeof req, "POST / HTTP/1.1\r\nContent-Length: 64\r\n\r\n%064d", 0);
+  parsed t;
+  setup(&t);
+  char *buf;
+  size_t pos;
+  CHECK_EQ_INT(feed(&t, req, 7, &buf, &pos), MP_H1_MESSAGE);
+  CHECK_EQ_INT(t.body_len, 64);
+  free(buf);
+  /* Eight fields (the limit) pass. */
+  setup(&t);
+  CHECK_EQ_INT(feed(&t, "GET / HTTP/1.1\r\nA: 1\r\nA: 2\r\nA: 3\r\nA: 4\r\n"
+                        "A: 5\r\nA: 6\r\nA: 7\r\nA: 8\r\n\r\n", 0, &buf, &pos),
+               MP_H1_MESSAGE);
+  CHECK_EQ_INT(t.msg.nfields, 8);
+  free(buf);
+}
+
+/* The message may move within the caller's buffer between reads. */
+static void test_moved(void) {
+  const char *part1 = "GET /moved HTTP/1.1\r\nHo";
+  const char *part2 = "st: x\r\n\r\n";
+  parsed t;
+  setup(&t);
+  char buf[128];
+  memcpy(buf + 10, part1, strlen(part1));
+  t.h.msg_off = 10;
+  size_t pos = 10;
+  size_t end = 10 + strlen(part1);
+  CHECK_EQ_INT(mp_http1_execute(&t.h, buf, end, &pos), MP_H1_NEED_MORE);
+  memmove(buf, buf + 10, strlen(part1));
+  mp_http1_moved(&t.h, 0);
+  pos -= 10;
+  memcpy(buf + pos, part2, strlen(part2));
+  CHECK_EQ_INT(mp_http1_execute(&t.h, buf, pos + strlen(part2), &pos), MP_H1_MESSAGE);
+  CHECK_SPAN(buf + t.msg.path.off, t.msg.path.len, "/moved");
+  CHECK(field_value(&t, buf, "host") && strcmp(field_value(&t, buf, "host"), "x") == 0);
+}
+
+static void test_heads_out(void) {
+  mp_pool pool;
+  mp_pool_init(&pool, 64, 4);
+  mp_buf out = {.pool = &pool};
+  mp_http1_head h = {
+      .status = 404,
+      .date = "Date: X\r\n",
+      .date_len = 9,
+      .content_type = "application/json",
+      .content_length = 21,
+      .extra = "A: b\r\n",
+      .extra_len = 6,
+      .connection = MP_H1_CONN_CLOSE,
+  };
+  CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
+  CHECK_SPAN(out.data, out.len,
+             "HTTP/1.1 404 Not Found\r\nDate: X\r\nContent-Type: application/json\r\n"
+             "Content-Length: 21\r\nA: b\r\nConnection: close\r\n\r\n");
+  out.len = 0;
+  h.status = 200;
+  h.content_type = NULL;
+  h.content_length = MP_H1_LENGTH_CHUNKED;
+  h.extra_len = 0;
+  h.connection = MP_H1_CONN_KEEPALIVE;
+  CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
+  CHECK_SPAN(out.data, out.len,
+             "HTTP/1.1 200 OK\r\nDate: X\r\nTransfer-Encoding: chunked\r\n"
+             "Connection: keep-alive\r\n\r\n");
+  mp_buf_release(&out);
+  CHECK_EQ_INT(pool.nused, 0);
+  mp_pool_destroy(&pool);
+
+  char date[40];
+  size_t n = mp_http1_date_line(date, 784111777); /* RFC 9110's example */
+  CHECK_SPAN(date, n, "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
+
+  char json[64];
+  n = mp_http1_json_string(json, sizeof json, "a\"b\\c\n\x01", 7);
+  CHECK_SPAN(json, n, "\"a\\\"b\\\\c\\n\\u0001\"");
+}
+
+static void test_decoding(void) {
+  char dst[64];
+  size_t n = mp_http1_unescape(dst, "a%20b+c%zz%4", 12, true);
+  CHECK_SPAN(dst, n, "a b c%zz%4");
+  n = mp_http1_unescape(dst, "a+b%2B", 6, false);
+  CHECK_SPAN(dst, n, "a+b+");
+  const char *q = "x=1&q=a+b+c%C3%A9&flag&q=second&e=";
+  long k = mp_http1_query_get(q, strlen(q), "q", 1, dst);
+  CHECK_SPAN(dst, (size_t)k, "a b c\xc3\xa9");
+  CHECK_EQ_INT(mp_http1_query_get(q, strlen(q), "flag", 4, dst), 0);
+  CHECK_EQ_INT(mp_http1_query_get(q, strlen(q), "e", 1, dst), 0);
+  CHECK_EQ_INT(mp_http1_query_get(q, strlen(q), "nope", 4, dst), -1);
+  CHECK_EQ_INT(mp_http1_query_get("", 0, "q", 1, dst), -1);
+  CHECK(mp_http1_valid_name("X-Custom_1", 10));
+  CHECK(!mp_http1_valid_name("Bad Name", 8));
+  CHECK(!mp_http1_valid_name("", 0));
+  CHECK(mp_http1_valid_value("ok value", 8));
+  CHECK(!mp_http1_valid_value("a\r\nb", 4));
+}
+
+int main(void) {
+  test_whole_and_every_step();
+  test_every_split();
+  test_pipelined();
+  test_keep_alive_rules();
+  test_chunked();
+  test_rejections();
+  test_limits_exact();
+  test_moved();
+  test_heads_out();
+  test_decoding();
+  return check_report("http1");
+}

@@ -1,1 +1,124 @@
-int main(void) { return 0; }
+/*
+ * The router on strings: precedence (literal, parameter, splat), backtracking,
+ * parameter spans, 404 versus 405 and its Allow list, HEAD served by GET, and
+ * the patterns it refuses.
+ */
+#include <stdlib.h>
+
+#include "check.h"
+#include "errors.h"
+#include "router.h"
+
+static mp_router *r;
+
+static void add(const char *method, const char *pattern, int handler) {
+  char err[256];
+  int rc = mp_router_add(r, method, pattern, handler, err, sizeof err);
+  CHECK_EQ_INT(rc, 0);
+  if (rc != 0) fprintf(stderr, "  %s\n", err);
+}
+
+/* The handler matched for method and path, or -404 / -405. */
+static int match(uint8_t method, const char *path, mp_route_match *m) {
+  uint64_t allow;
+  int rc = mp_router_match(r, method, path, strlen(path), m, &allow);
+  if (rc == MP_NOT_FOUND) return -404;
+  if (rc == MP_DECLINED) return -405;
+  return m->route->handler;
+}
+
+static void param_is(const char *path, mp_route_match *m, unsigned i,
+                     const char *name, const char *value) {
+  CHECK(i < m->nparams);
+  if (i >= m->nparams) return;
+  CHECK(strcmp(m->route->param_names[i], name) == 0);
+  CHECK_SPAN(path + m->params[i].off, m->params[i].len, value);
+}
+
+static void test_precedence(void) {
+  mp_route_match m;
+  add("GET", "/files/special", 1);
+  add("GET", "/files/:name", 2);
+  add("GET", "/files/*rest", 3);
+  add("GET", "/files/:name/meta", 4);
+  add("GET", "/", 5);
+  add("GET", "/users/:id", 6);
+  add("POST", "/users/:id", 7);
+  add("GET", "/users/:id/posts/:post", 8);
+  add("DELETE", "/users/me", 9);
+
+  CHECK_EQ_INT(match(HTTP_GET, "/files/special", &m), 1);
+  CHECK_EQ_INT(match(HTTP_GET, "/files/other", &m), 2);
+  param_is("/files/other", &m, 0, "name", "other");
+  CHECK_EQ_INT(match(HTTP_GET, "/files/a/b/c", &m), 3);
+  param_is("/files/a/b/c", &m, 0, "rest", "a/b/c");
+  CHECK_EQ_INT(match(HTTP_GET, "/files/x/meta", &m), 4);
+  CHECK_EQ_INT(match(HTTP_GET, "/files/special/meta", &m), 4); /* backtracks */
+  CHECK_EQ_INT(match(HTTP_GET, "/files/", &m), 3);             /* empty splat */
+  param_is("/files/", &m, 0, "rest", "");
+  CHECK_EQ_INT(match(HTTP_GET, "/", &m), 5);
+  CHECK_EQ_INT(match(HTTP_GET, "/users/42/posts/7", &m), 8);
+  param_is("/users/42/posts/7", &m, 0, "id", "42");
+  param_is("/users/42/posts/7", &m, 1, "post", "7");
+  CHECK_EQ_INT(match(HTTP_POST, "/users/42", &m), 7);
+  /* /users/me exists for DELETE only, but GET falls back to /users/:id. */
+  CHECK_EQ_INT(match(HTTP_GET, "/users/me", &m), 6);
+  CHECK_EQ_INT(match(HTTP_DELETE, "/users/me", &m), 9);
+}
+
+static void test_not_found_and_not_allowed(void) {
+  mp_route_match m;
+  uint64_t allow;
+  CHECK_EQ_INT(match(HTTP_GET, "/nope", &m), -404);
+  CHECK_EQ_INT(match(HTTP_GET, "/users", &m), -404);
+  CHECK_EQ_INT(match(HTTP_GET, "/users/", &m), -404); /* a parameter is never empty */
+  CHECK_EQ_INT(match(HTTP_GET, "*", &m), -404);
+  CHECK_EQ_INT(match(HTTP_GET, "", &m), -404);
+  int rc = mp_router_match(r, HTTP_PUT, "/users/42", 9, &m, &allow);
+  CHECK_EQ_INT(rc, MP_DECLINED);
+  char list[128];
+  size_t n = mp_router_allow_list(allow, list, sizeof list);
+  CHECK_SPAN(list, n, "GET, HEAD, POST");
+  rc = mp_router_match(r, HTTP_PUT, "/users/me", 9, &m, &allow);
+  n = mp_router_allow_list(allow, list, sizeof list);
+  CHECK_SPAN(list, n, "DELETE, GET, HEAD, POST");
+}
+
+static void test_head(void) {
+  mp_route_match m;
+  CHECK_EQ_INT(match(HTTP_HEAD, "/files/x", &m), 2);
+  CHECK(m.head_from_get);
+  add("HEAD", "/only-head", 10);
+  CHECK_EQ_INT(match(HTTP_HEAD, "/only-head", &m), 10);
+  CHECK(!m.head_from_get);
+  CHECK_EQ_INT(match(HTTP_GET, "/only-head", &m), -405);
+}
+
+static void refuse(const char *method, const char *pattern, const char *why) {
+  char err[256];
+  int rc = mp_router_add(r, method, pattern, 0, err, sizeof err);
+  CHECK_EQ_INT(rc, MP_INVALID);
+  CHECK(strstr(err, why) != NULL);
+  if (strstr(err, why) == NULL) fprintf(stderr, "  got: %s\n", err);
+}
+
+static void test_refusals(void) {
+  refuse("GET", "/files/:other", "duplicate route");
+  refuse("GET", "/users/:id", "duplicate route");
+  refuse("FETCH", "/x", "unknown HTTP method");
+  refuse("GET", "x", "must start with '/'");
+  refuse("GET", "/a/*rest/b", "splat must be the last");
+  refuse("GET", "/a/:", "parameter names");
+  refuse("GET", "/a/:b-c", "parameter names");
+  CHECK_EQ_INT(mp_router_count(r), 10);
+}
+
+int main(void) {
+  r = mp_router_new();
+  test_precedence();
+  test_not_found_and_not_allowed();
+  test_head();
+  test_refusals();
+  mp_router_free(r);
+  return check_report("router");
+}
