@@ -344,7 +344,15 @@ static void conn_process(mp_conn *c) {
       mp_http1_attach(&c->h1, &c->req->msg);
     }
     int rc = mp_http1_execute(&c->h1, c->rbuf, c->rlen, &c->rpos);
-    if (rc == MP_H1_NEED_MORE) break;
+    if (rc == MP_H1_NEED_MORE) {
+      /* The client waits for leave to send its body: the handler will
+       * read it whole, so say yes at once. */
+      if (c->h1.state == MP_H1_IN_BODY && c->req->msg.expect_continue) {
+        c->req->msg.expect_continue = false;
+        mp_buf_append(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+      }
+      break;
+    }
     if (rc == MP_H1_ERROR) {
       protocol_error(c);
       break;

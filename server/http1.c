@@ -64,6 +64,13 @@ static int on_url(llhttp_t *p, const char *at, size_t n) {
   return 0;
 }
 
+static int on_version(llhttp_t *p, const char *at, size_t n) {
+  (void)at;
+  (void)n;
+  from_parser(p)->saw_version = true;
+  return 0;
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t n) {
   mp_http1 *h = from_parser(p);
   mp_http1_msg *m = h->msg;
@@ -94,6 +101,54 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   return 0;
 }
 
+static bool field_is(mp_http1 *h, const mp_hfield *f, const char *name,
+                     size_t len) {
+  return f->name.len == len &&
+         mp_http1_ieq(h->base + h->msg_off + f->name.off, name, len);
+}
+
+/* Is every coding in this Transfer-Encoding value "chunked"? */
+static bool only_chunked(const char *v, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ',')) i++;
+    size_t start = i;
+    while (i < len && v[i] != ',' && v[i] != ' ' && v[i] != '\t') i++;
+    if (i > start && !(i - start == 7 && mp_http1_ieq(v + start, "chunked", 7)))
+      return false;
+  }
+  return true;
+}
+
+/* What llhttp 8.1.0 leaves to the server: Host, Expect and the codings of
+ * Transfer-Encoding. */
+static int check_fields(mp_http1 *h, llhttp_t *p) {
+  mp_http1_msg *m = h->msg;
+  const char *base = h->base + h->msg_off;
+  unsigned hosts = 0;
+  for (unsigned i = 0; i < m->nfields; i++) {
+    const mp_hfield *f = &m->fields[i];
+    const char *v = base + f->value.off;
+    if (field_is(h, f, "host", 4)) {
+      hosts++;
+    } else if (field_is(h, f, "expect", 6)) {
+      if (f->value.len != 12 || !mp_http1_ieq(v, "100-continue", 12))
+        return fail(h, 417, "unsupported expectation");
+      m->expect_continue = true;
+    } else if (field_is(h, f, "transfer-encoding", 17)) {
+      if (m->http_minor == 0)
+        return fail(h, 400, "Transfer-Encoding in an HTTP/1.0 request");
+      if (!only_chunked(v, f->value.len))
+        return fail(h, 501, "unsupported transfer coding");
+    }
+  }
+  if (hosts > 1) return fail(h, 400, "more than one Host header");
+  if (hosts == 0 && m->http_minor == 1)
+    return fail(h, 400, "missing Host header");
+  (void)p;
+  return 0;
+}
+
 static int on_headers_complete(llhttp_t *p) {
   mp_http1 *h = from_parser(p);
   mp_http1_msg *m = h->msg;
@@ -101,8 +156,13 @@ static int on_headers_complete(llhttp_t *p) {
   m->http_major = p->http_major;
   m->http_minor = p->http_minor;
   m->head_len = h->scanned;
+  if (!h->saw_version)
+    return fail(h, 400, "request line without an HTTP version");
   if (m->http_major != 1 || m->http_minor > 1)
     return fail(h, 505, "HTTP version not supported");
+  if (check_fields(h, p) != 0) return -1;
+  if (m->expect_continue && !(p->flags & (F_CHUNKED | F_CONTENT_LENGTH)))
+    m->expect_continue = false; /* no body to wait for */
   m->chunked = (p->flags & F_CHUNKED) != 0;
   m->upgrade = p->upgrade != 0;
   if (p->flags & F_CONTENT_LENGTH) {
@@ -146,6 +206,7 @@ static int on_message_complete(llhttp_t *p) {
 static const llhttp_settings_t settings = {
     .on_message_begin = on_message_begin,
     .on_url = on_url,
+    .on_version = on_version,
     .on_header_field = on_header_field,
     .on_header_field_complete = on_header_field_complete,
     .on_header_value = on_header_value,
@@ -176,6 +237,7 @@ void mp_http1_next(mp_http1 *h, size_t pos) {
   h->scan_first_line = true;
   h->scanned = 0;
   h->in_value = false;
+  h->saw_version = false;
   h->msg_off = pos;
 }
 

@@ -52,6 +52,7 @@ typedef struct mp_http1_msg {
   bool keep_alive;     /* valid after MP_H1_MESSAGE */
   bool chunked;
   bool upgrade;
+  bool expect_continue; /* Expect: 100-continue, and no 100 sent yet */
   int64_t content_length; /* -1 when absent */
   uint64_t body_len;      /* decoded body bytes seen so far */
   mp_span target;
@@ -88,6 +89,7 @@ typedef struct mp_http1 {
   bool scan_first_line;  /* still in the request line */
   uint32_t scanned;      /* head bytes scanned so far */
   bool in_value;         /* last header span was a value */
+  bool saw_version;      /* the request line had an HTTP-version */
   /* failure */
   int status;        /* HTTP status to answer with, after MP_H1_ERROR */
   const char *error; /* static text for the error body */

@@ -164,8 +164,8 @@ static void test_pipelined(void) {
 
 static void test_keep_alive_rules(void) {
   struct { const char *req; bool keep; } cases[] = {
-      {"GET / HTTP/1.1\r\n\r\n", true},
-      {"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", false},
+      {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", true},
+      {"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", false},
       {"GET / HTTP/1.0\r\n\r\n", false},
       {"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", true},
   };
@@ -182,7 +182,7 @@ static void test_keep_alive_rules(void) {
 
 static void test_chunked(void) {
   const char *req =
-      "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
       "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n";
   for (size_t step = 0; step < 4; step++) {
     parsed t;
@@ -227,11 +227,22 @@ static void test_rejections(void) {
     expect_error("GET / HTTP/1.1\r\nBad Header\r\n\r\n", 400, step);
     expect_error("\x01\x02garbage\r\n\r\n", 400, step);
     expect_error("GET / HTTP/2.0\r\n\r\n", 505, step);
-    expect_error("GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", 400, step);
-    expect_error("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, step);
+    expect_error("GET / HTTP/1.2\r\nHost: x\r\n\r\n", 505, step);
+    expect_error("GET /\r\n\r\n", 400, step); /* HTTP/0.9 request line */
+    /* What llhttp leaves to the server. */
+    expect_error("GET / HTTP/1.1\r\n\r\n", 400, step);
+    expect_error("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, step);
+    expect_error("GET / HTTP/1.1\r\nHost: a\r\nExpect: nothing\r\n\r\n", 417, step);
+    expect_error("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501, step);
+    expect_error("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400, step);
+    expect_error("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, step);
+    expect_error("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400, step);
+    expect_error("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, step);
+    expect_error("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: x\r\n\r\n", 400, step);
+    expect_error("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, step);
     /* Limits. */
-    expect_error("POST / HTTP/1.1\r\nContent-Length: 65\r\n\r\n", 413, step);
-    expect_error("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    expect_error("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 65\r\n\r\n", 413, step);
+    expect_error("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                  "40\r\n0123456789012345678901234567890123456789012345678901234567890123\r\n"
                  "1\r\nx\r\n0\r\n\r\n", 413, step);
     expect_error("GET / HTTP/1.1\r\nA: 1\r\nA: 2\r\nA: 3\r\nA: 4\r\nA: 5\r\n"
@@ -242,7 +253,7 @@ static void test_rejections(void) {
   memcpy(big, "GET /", 5);
   big[sizeof big - 1] = '\0';
   expect_error(big, 414, 0);
-  memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
+  memcpy(big, "GET / HTTP/1.1\r\nHost: x\r\nX: ", 28);
   expect_error(big, 431, 0);
   expect_error(big, 431, 100);
 }
@@ -250,7 +261,7 @@ static void test_rejections(void) {
 static void test_limits_exact(void) {
   /* A body of exactly the limit passes. */
   char req[256];
-  snprintf(req, sizeof req, "POST / HTTP/1.1\r\nContent-Length: 64\r\n\r\n%064d", 0);
+  snprintf(req, sizeof req, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 64\r\n\r\n%064d", 0);
   parsed t;
   setup(&t);
   char *buf;
@@ -260,7 +271,7 @@ static void test_limits_exact(void) {
   free(buf);
   /* Eight fields (the limit) pass. */
   setup(&t);
-  CHECK_EQ_INT(feed(&t, "GET / HTTP/1.1\r\nA: 1\r\nA: 2\r\nA: 3\r\nA: 4\r\n"
+  CHECK_EQ_INT(feed(&t, "GET / HTTP/1.1\r\nHost: x\r\nA: 2\r\nA: 3\r\nA: 4\r\n"
                         "A: 5\r\nA: 6\r\nA: 7\r\nA: 8\r\n\r\n", 0, &buf, &pos),
                MP_H1_MESSAGE);
   CHECK_EQ_INT(t.msg.nfields, 8);
