@@ -29,6 +29,9 @@ static const option options[] = {
      "address to listen on (default 127.0.0.1:8080; port 0 picks a free one)"},
     {"--idle-timeout", OPT_SECONDS, "SECONDS",
      "close a keep-alive connection idle this long (default 60)"},
+    {"--shutdown-timeout", OPT_SECONDS, "SECONDS",
+     "on SIGTERM or SIGINT, wait this long for requests in flight "
+     "(default 10)"},
     {"--max-body-size", OPT_BYTES, "BYTES",
      "largest request body; larger gets 413 (default 1m)"},
     {"--max-header-size", OPT_BYTES, "BYTES",
@@ -94,7 +97,11 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       if (errno || end == v || *end != '\0' || !isfinite(s) || s <= 0 ||
           s > 86400.0 * 365)
         return bad_value(o->name, v, "expected a positive number of seconds");
-      cfg->idle_timeout_ms = (uint64_t)(s * 1000.0 + 0.5);
+      uint64_t ms = (uint64_t)(s * 1000.0 + 0.5);
+      if (strcmp(o->name, "--idle-timeout") == 0)
+        cfg->idle_timeout_ms = ms;
+      else
+        cfg->shutdown_timeout_ms = ms;
       return MP_CONFIG_RUN;
     }
     case OPT_BYTES: {
@@ -133,6 +140,7 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   strcpy(cfg->host, "127.0.0.1");
   cfg->port = 8080;
   cfg->idle_timeout_ms = 60 * 1000;
+  cfg->shutdown_timeout_ms = 10 * 1000;
   cfg->max_body_size = 1024 * 1024;
   cfg->max_header_size = 16 * 1024;
   cfg->max_headers = 100;

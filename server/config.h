@@ -16,6 +16,7 @@ typedef struct mp_config {
   bool check;      /* load, print routes, exit */
   bool debug;      /* error details in 500 responses */
   uint64_t idle_timeout_ms;
+  uint64_t shutdown_timeout_ms;
   size_t max_body_size;
   size_t max_header_size;
   unsigned max_headers;

@@ -183,6 +183,23 @@ static void conn_close(mp_conn *c) {
   w->nconns--;
   uv_close((uv_handle_t *)&c->tcp, on_close);
   uv_close((uv_handle_t *)&c->timer, on_close);
+  mp_worker_conn_closed(w);
+}
+
+void mp_conn_drain_all(mp_worker *w) {
+  mp_conn *c = w->conns;
+  while (c != NULL) {
+    mp_conn *next = c->next;
+    /* A running handler finishes first (finish_request then ends the
+     * connection); a partial request is dropped. */
+    if (!handler_running(c) && !c->lingering) {
+      if (pending_out(c) == 0)
+        conn_close(c);
+      else
+        c->close_after_flush = true;
+    }
+    c = next;
+  }
 }
 
 void mp_conn_close_all(mp_worker *w) {
@@ -257,7 +274,10 @@ void mp_conn_flush(mp_conn *c) {
   if (n == (int)c->out.len) {
     c->out.len = 0;
     if (c->out.cap > c->w->out_pool.block_size) mp_buf_release(&c->out);
-    if (c->close_after_flush) begin_shutdown(c);
+    if (c->close_after_flush)
+      begin_shutdown(c);
+    else
+      update_reading(c); /* a backlog that stopped reading may be gone */
     return;
   }
   if (n < 0 && n != UV_EAGAIN) {
@@ -307,7 +327,7 @@ static void finish_request(mp_conn *c) {
   c->req = NULL;
   mp_http1_next(&c->h1, c->rpos);
   c->last_active = uv_now(c->w->loop);
-  if (!keep) c->close_after_flush = true;
+  if (!keep || c->w->stopping) c->close_after_flush = true;
 }
 
 static void after_process(mp_conn *c) {
@@ -332,7 +352,12 @@ static void conn_process(mp_conn *c) {
   c->processing = true;
   while (!c->closing && !c->close_after_flush && !c->lingering) {
     if (handler_running(c)) break;
-    if (pending_out(c) > HIGH_WATER) break;
+    if (pending_out(c) > HIGH_WATER) {
+      /* Write what we can now; if the client is not taking it, parse no
+       * further until on_write says it has. */
+      mp_conn_flush(c);
+      if (c->closing || pending_out(c) > HIGH_WATER) break;
+    }
     if (c->rpos == c->rlen) break;
     if (c->req == NULL) {
       c->req = mp_request_acquire(c->w, c);

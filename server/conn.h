@@ -14,6 +14,10 @@
 /* Accepts one pending connection on w's listener. */
 void mp_conn_accept(mp_worker *w);
 
+/* Shutdown, gently: idle connections close now, busy ones after the
+ * response in flight. */
+void mp_conn_drain_all(mp_worker *w);
+
 /* Closes every connection (shutdown). Suspended handlers are abandoned. */
 void mp_conn_close_all(mp_worker *w);
 

@@ -12,6 +12,7 @@
  * - After MP_H1_MESSAGE llhttp is paused and h->state is MP_H1_DONE until
  *   mp_http1_next().
  */
+#define _GNU_SOURCE /* memmem */
 #include "http1.h"
 
 #include "errors.h"
@@ -149,6 +150,40 @@ static int check_fields(mp_http1 *h, llhttp_t *p) {
   return 0;
 }
 
+/* Splits the target into path and query. An absolute-form target
+ * ("http://host:8080/p?q", RFC 9112 section 3.2.2) has its path start after
+ * the authority; with no path at all, the path span is empty and means "/". */
+static void split_target(mp_http1 *h, mp_http1_msg *m) {
+  const char *t = h->base + h->msg_off + m->target.off;
+  uint32_t len = m->target.len, start = 0;
+  if (len > 0 && t[0] != '/') {
+    const char *sep = len > 3 ? memmem(t, len < 16 ? len : 16, "://", 3) : NULL;
+    if (sep != NULL) {
+      start = (uint32_t)(sep - t) + 3;
+      while (start < len && t[start] != '/' && t[start] != '?') start++;
+    }
+  }
+  const char *q = memchr(t + start, '?', len - start);
+  uint32_t end = q ? (uint32_t)(q - t) : len;
+  m->path.off = m->target.off + start;
+  m->path.len = end - start;
+  if (q != NULL) {
+    m->query.off = m->target.off + end + 1;
+    m->query.len = len - end - 1;
+  }
+}
+
+/* llhttp drops the whitespace before a value but not after it (RFC 9110
+ * section 5.5: neither belongs to the value). */
+static int on_header_value_complete(llhttp_t *p) {
+  mp_http1 *h = from_parser(p);
+  mp_span *v = &h->msg->fields[h->msg->nfields - 1].value;
+  const char *start = h->base + h->msg_off + v->off;
+  while (v->len > 0 && (start[v->len - 1] == ' ' || start[v->len - 1] == '\t'))
+    v->len--;
+  return 0;
+}
+
 static int on_headers_complete(llhttp_t *p) {
   mp_http1 *h = from_parser(p);
   mp_http1_msg *m = h->msg;
@@ -171,15 +206,7 @@ static int on_headers_complete(llhttp_t *p) {
     m->content_length = (int64_t)p->content_length;
   }
 
-  /* Split the target at '?'. */
-  const char *t = h->base + h->msg_off + m->target.off;
-  const char *q = memchr(t, '?', m->target.len);
-  m->path = m->target;
-  if (q != NULL) {
-    m->path.len = (uint32_t)(q - t);
-    m->query.off = m->target.off + m->path.len + 1;
-    m->query.len = m->target.len - m->path.len - 1;
-  }
+  split_target(h, m);
   h->state = MP_H1_IN_BODY;
   return 0;
 }
@@ -210,6 +237,7 @@ static const llhttp_settings_t settings = {
     .on_header_field = on_header_field,
     .on_header_field_complete = on_header_field_complete,
     .on_header_value = on_header_value,
+    .on_header_value_complete = on_header_value_complete,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
     .on_message_complete = on_message_complete,

@@ -29,6 +29,10 @@ int mp_req_target(uint32_t slot, uint32_t gen, int which, const char **out) {
   LOOKUP(r);
   mp_span s = which == 0 ? r->msg.path : which == 1 ? r->msg.query
                                                     : r->msg.target;
+  if (which == 0 && s.len == 0) { /* absolute-form target without a path */
+    *out = "/";
+    return 1;
+  }
   *out = span_ptr(r, s);
   return (int)s.len;
 }

@@ -105,7 +105,8 @@ void mp_request_free_all(mp_worker *w) {
 
 /* ---- The response ---- */
 
-static int connection_mode(const mp_request *r) {
+static int connection_mode(mp_request *r) {
+  if (r->w->stopping) r->keep_alive = false; /* draining for shutdown */
   if (!r->keep_alive) return MP_H1_CONN_CLOSE;
   return r->msg.http_minor == 0 ? MP_H1_CONN_KEEPALIVE : MP_H1_CONN_NONE;
 }
@@ -317,8 +318,14 @@ bool mp_request_start(mp_request *r) {
   r->head_only = r->msg.method == HTTP_HEAD;
   r->keep_alive = r->msg.keep_alive;
   uint64_t allow;
-  int rc = mp_router_match(w->router, r->msg.method, r->head + r->msg.path.off,
-                           r->msg.path.len, &r->match, &allow);
+  const char *path = r->head + r->msg.path.off;
+  size_t plen = r->msg.path.len;
+  if (plen == 0) { /* an absolute-form target without a path */
+    path = "/";
+    plen = 1;
+  }
+  int rc = mp_router_match(w->router, r->msg.method, path, plen, &r->match,
+                           &allow);
   if (rc == MP_NOT_FOUND) {
     send_error(r, 404, "not found", NULL, 0);
     return true;

@@ -48,19 +48,55 @@ static void on_connection(uv_stream_t *server, int status) {
   mp_conn_accept(w);
 }
 
-static void stop(mp_worker *w) {
-  if (w->stopping) return;
+/* Closes what is left; the loop ends once the close callbacks have run. A
+ * signal arriving after this would find the default action back in place,
+ * which kills: the process is on its way out, so ignore it instead. */
+static void stop_now(mp_worker *w) {
+  if (w->stopped) return;
+  w->stopped = true;
   w->stopping = true;
-  uv_close((uv_handle_t *)&w->listener, NULL);
+  if (!uv_is_closing((uv_handle_t *)&w->listener))
+    uv_close((uv_handle_t *)&w->listener, NULL);
   uv_close((uv_handle_t *)&w->sigint, NULL);
   uv_close((uv_handle_t *)&w->sigterm, NULL);
+  uv_close((uv_handle_t *)&w->drain_timer, NULL);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
   mp_conn_close_all(w);
   mp_request_close_all(w);
 }
 
+static void on_drain_timeout(uv_timer_t *t) {
+  mp_worker *w = t->data;
+  mp_log(MP_LOG_WARN, "shutdown: %u connection%s still busy after %.1f s, "
+         "closing them", w->nconns, w->nconns == 1 ? "" : "s",
+         (double)w->cfg->shutdown_timeout_ms / 1000.0);
+  stop_now(w);
+}
+
+void mp_worker_conn_closed(mp_worker *w) {
+  if (w->stopping && w->nconns == 0) stop_now(w);
+}
+
+/* The first SIGTERM or SIGINT drains: no new connections, idle ones close,
+ * busy ones close after the response in flight. A second one, or the
+ * shutdown timeout, closes everything at once. */
 static void on_signal(uv_signal_t *h, int signum) {
+  mp_worker *w = h->data;
   (void)signum;
-  stop(h->data);
+  if (w->stopping) {
+    stop_now(w);
+    return;
+  }
+  w->stopping = true;
+  uv_close((uv_handle_t *)&w->listener, NULL);
+  mp_conn_drain_all(w);
+  if (w->nconns == 0) {
+    stop_now(w);
+    return;
+  }
+  uv_timer_start(&w->drain_timer, on_drain_timeout, w->cfg->shutdown_timeout_ms,
+                 0);
 }
 
 static int listen_on(mp_worker *w) {
@@ -114,6 +150,8 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
   if (cfg->check) return 0;
   if (listen_on(w) != 0) return 1;
 
+  uv_timer_init(w->loop, &w->drain_timer);
+  w->drain_timer.data = w;
   uv_signal_init(w->loop, &w->sigint);
   uv_signal_init(w->loop, &w->sigterm);
   w->sigint.data = w->sigterm.data = w;
@@ -149,7 +187,7 @@ int mp_worker_run(mp_worker *w) {
 }
 
 void mp_worker_destroy(mp_worker *w) {
-  if (!w->stopping && uv_is_active((uv_handle_t *)&w->sigint)) stop(w);
+  if (!w->stopped && uv_is_active((uv_handle_t *)&w->sigint)) stop_now(w);
   /* Let every close callback run before the memory goes. */
   uv_run(w->loop, UV_RUN_DEFAULT);
   if (w->vm != NULL) mp_vm_close(w->vm);

@@ -26,7 +26,9 @@ typedef struct mp_worker {
   uv_tcp_t listener;
   uv_signal_t sigint;
   uv_signal_t sigterm;
-  bool stopping;
+  uv_timer_t drain_timer;
+  bool stopping; /* draining: no new connections, none kept alive */
+  bool stopped;  /* every handle of the worker is closing */
 
   mp_router *router;
   mp_vm *vm;
@@ -68,6 +70,9 @@ int mp_worker_run(mp_worker *w);
 
 /* Frees everything mp_worker_init made. */
 void mp_worker_destroy(mp_worker *w);
+
+/* A connection closed while the worker drains: stop once none is left. */
+void mp_worker_conn_closed(mp_worker *w);
 
 /* The current Date line. Cheap: formats at most once per second. */
 const char *mp_worker_date(mp_worker *w, size_t *len);

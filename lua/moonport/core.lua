@@ -85,7 +85,6 @@ local Req = {
     if field then return field(self) end
     return nil
   end,
-  __newindex = function() error("req is read-only", 2) end,
 }
 
 local function target(self, which)
@@ -186,7 +185,6 @@ end
 
 local Res = {}
 Res.__index = Res
-Res.__newindex = function() error("res is read-only", 2) end
 
 --- Sets the status code (200..599); returns res.
 -- @usage res:status(201):json({id = id})

@@ -299,6 +299,36 @@ static void test_moved(void) {
   CHECK(field_value(&t, buf, "host") && strcmp(field_value(&t, buf, "host"), "x") == 0);
 }
 
+static void test_target_forms(void) {
+  struct { const char *req; const char *path; const char *query; } cases[] = {
+      {"GET http://example.test:8080/users/1?x=1 HTTP/1.1\r\nHost: e\r\n\r\n", "/users/1", "x=1"},
+      {"GET https://example.test HTTP/1.1\r\nHost: e\r\n\r\n", "", ""},
+      {"GET /plain?a HTTP/1.1\r\nHost: e\r\n\r\n", "/plain", "a"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    parsed t;
+    setup(&t);
+    char *buf;
+    size_t pos;
+    CHECK_EQ_INT(feed(&t, cases[i].req, 0, &buf, &pos), MP_H1_MESSAGE);
+    CHECK_SPAN(buf + t.msg.path.off, t.msg.path.len, cases[i].path);
+    CHECK_SPAN(buf + t.msg.query.off, t.msg.query.len, cases[i].query);
+    free(buf);
+  }
+}
+
+static void test_value_whitespace(void) {
+  parsed t;
+  setup(&t);
+  char *buf;
+  size_t pos;
+  CHECK_EQ_INT(feed(&t, "GET / HTTP/1.1\r\nHost: e\r\nX-A: \t spaced value \t \r\nX-B:   \r\n\r\n",
+                    3, &buf, &pos), MP_H1_MESSAGE);
+  CHECK(field_value(&t, buf, "x-a") && strcmp(field_value(&t, buf, "x-a"), "spaced value") == 0);
+  CHECK(field_value(&t, buf, "x-b") && strcmp(field_value(&t, buf, "x-b"), "") == 0);
+  free(buf);
+}
+
 static void test_heads_out(void) {
   mp_pool pool;
   mp_pool_init(&pool, 64, 4);
@@ -369,6 +399,8 @@ int main(void) {
   test_rejections();
   test_limits_exact();
   test_moved();
+  test_target_forms();
+  test_value_whitespace();
   test_heads_out();
   test_decoding();
   return check_report("http1");
