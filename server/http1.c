@@ -19,6 +19,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* Pre-scan positions within the head. */
 enum {
@@ -269,14 +272,43 @@ void mp_http1_next(mp_http1 *h, size_t pos) {
   h->msg_off = pos;
 }
 
+/* Bytes the pre-scan must look at; everything else inside a line is
+ * skipped, 16 bytes at a time where SSE2 is there. */
+static const uint8_t special[256] = {['\0'] = 1, ['\r'] = 1, ['\n'] = 1};
+
+/* The index of the first NUL, CR or LF in p[i, lim), or lim. */
+static size_t skip_plain(const char *p, size_t i, size_t lim) {
+#ifdef __SSE2__
+  const __m128i cr = _mm_set1_epi8('\r'), lf = _mm_set1_epi8('\n');
+  const __m128i nul = _mm_setzero_si128();
+  while (i + 16 <= lim) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, cr),
+                                            _mm_cmpeq_epi8(v, lf)),
+                               _mm_cmpeq_epi8(v, nul));
+    int mask = _mm_movemask_epi8(hit);
+    if (mask != 0) return i + (size_t)__builtin_ctz((unsigned)mask);
+    i += 16;
+  }
+#endif
+  while (i < lim && !special[(unsigned char)p[i]]) i++;
+  return i;
+}
+
 /* Scans head bytes. Returns how many of the n bytes belong to the head
  * (all of them, or up to and including the blank line's LF), or -1 after
- * recording the error. */
+ * recording the error. Looks at no more than one byte past the head limit. */
 static long scan_head(mp_http1 *h, const char *p, size_t n) {
   size_t max = h->limits->max_header_size;
-  size_t i;
-  for (i = 0; i < n && h->scan != SC_DONE; i++) {
-    unsigned char c = (unsigned char)p[i];
+  size_t allowance = max + 1 - h->scanned; /* scanned <= max here */
+  size_t lim = n < allowance ? n : allowance;
+  size_t i = 0;
+  while (i < lim && h->scan != SC_DONE) {
+    if (h->scan == SC_IN_LINE) {
+      i = skip_plain(p, i, lim);
+      if (i == lim) break;
+    }
+    unsigned char c = (unsigned char)p[i++];
     if (c == '\0') return fail(h, 400, "NUL byte in request head");
     switch (h->scan) {
       case SC_PRE:
@@ -299,10 +331,10 @@ static long scan_head(mp_http1 *h, const char *p, size_t n) {
         else
           h->scan = SC_IN_LINE;
         break;
-      case SC_IN_LINE:
-        if (c == '\r')
+      case SC_IN_LINE: /* c is CR or LF */
+        if (c == '\r') {
           h->scan = SC_CR;
-        else if (c == '\n') {
+        } else {
           h->scan = SC_LINE_START;
           h->scan_first_line = false;
         }
@@ -317,11 +349,11 @@ static long scan_head(mp_http1 *h, const char *p, size_t n) {
         h->scan = SC_DONE;
         break;
     }
-    if (++h->scanned > max) {
-      return h->scan_first_line ? fail(h, 414, "request line too long")
-                                : fail(h, 431, "request header fields too large");
-    }
   }
+  h->scanned += (uint32_t)i;
+  if (h->scanned > max)
+    return h->scan_first_line ? fail(h, 414, "request line too long")
+                              : fail(h, 431, "request header fields too large");
   return (long)i;
 }
 
@@ -578,12 +610,16 @@ int mp_http1_write_head(mp_buf *out, const mp_http1_head *h) {
   if (mp_buf_reserve(out, need) != 0) return MP_NOMEM;
 
   char *p = out->data + out->len;
-  PUT("HTTP/1.1 ");
-  p += put_u64(p, (uint64_t)h->status);
-  *p++ = ' ';
-  memcpy(p, reason, rlen);
-  p += rlen;
-  PUT("\r\n");
+  if (h->status == 200) {
+    PUT("HTTP/1.1 200 OK\r\n");
+  } else {
+    PUT("HTTP/1.1 ");
+    p += put_u64(p, (uint64_t)h->status);
+    *p++ = ' ';
+    memcpy(p, reason, rlen);
+    p += rlen;
+    PUT("\r\n");
+  }
   memcpy(p, h->date, h->date_len);
   p += h->date_len;
   if (h->content_type != NULL) {

@@ -1,7 +1,7 @@
 /*
  * FFI entry points for lua/moonport/core.lua (see lua_ffi.h). Each looks
- * its request up by (slot, gen) first and fails with MP_BAD_CONTEXT when it
- * is gone, which core.lua turns into "request already finished".
+ * its request up by context first and fails with MP_BAD_CONTEXT when it is
+ * gone, which core.lua turns into "request already finished".
  */
 #include "lua_ffi.h"
 
@@ -11,22 +11,22 @@
 #include "errors.h"
 #include "request.h"
 
-#define LOOKUP(r)                                   \
-  mp_request *r = mp_request_lookup(slot, gen);     \
+#define LOOKUP(r, kind)                              \
+  mp_request *r = mp_request_from_ctx(ctx, kind);    \
   if (r == NULL) return MP_BAD_CONTEXT
 
 static const char *span_ptr(const mp_request *r, mp_span s) {
   return r->head + s.off;
 }
 
-int mp_req_method(uint32_t slot, uint32_t gen, const char **out) {
-  LOOKUP(r);
+int mp_req_method(uint64_t ctx, const char **out) {
+  LOOKUP(r, MP_CTX_REQ);
   *out = llhttp_method_name((llhttp_method_t)r->msg.method);
   return (int)strlen(*out);
 }
 
-int mp_req_target(uint32_t slot, uint32_t gen, int which, const char **out) {
-  LOOKUP(r);
+int mp_req_target(uint64_t ctx, int which, const char **out) {
+  LOOKUP(r, MP_CTX_REQ);
   mp_span s = which == 0 ? r->msg.path : which == 1 ? r->msg.query
                                                     : r->msg.target;
   if (which == 0 && s.len == 0) { /* absolute-form target without a path */
@@ -37,9 +37,9 @@ int mp_req_target(uint32_t slot, uint32_t gen, int which, const char **out) {
   return (int)s.len;
 }
 
-int mp_req_header(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+int mp_req_header(uint64_t ctx, const char *name, size_t nlen,
                   const char **out) {
-  LOOKUP(r);
+  LOOKUP(r, MP_CTX_REQ);
   int found = -1;
   size_t total = 0;
   unsigned count = 0;
@@ -75,14 +75,14 @@ int mp_req_header(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
   return (int)o;
 }
 
-int mp_req_header_count(uint32_t slot, uint32_t gen) {
-  LOOKUP(r);
+int mp_req_header_count(uint64_t ctx) {
+  LOOKUP(r, MP_CTX_REQ);
   return (int)r->msg.nfields;
 }
 
-int mp_req_header_at(uint32_t slot, uint32_t gen, int i, const char **name,
+int mp_req_header_at(uint64_t ctx, int i, const char **name,
                      int32_t *nlen, const char **value) {
-  LOOKUP(r);
+  LOOKUP(r, MP_CTX_REQ);
   if (i < 0 || (unsigned)i >= r->msg.nfields) return MP_INVALID;
   const mp_hfield *f = &r->msg.fields[i];
   *name = span_ptr(r, f->name);
@@ -91,9 +91,9 @@ int mp_req_header_at(uint32_t slot, uint32_t gen, int i, const char **name,
   return (int)f->value.len;
 }
 
-int mp_req_query(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+int mp_req_query(uint64_t ctx, const char *name, size_t nlen,
                  const char **out) {
-  LOOKUP(r);
+  LOOKUP(r, MP_CTX_REQ);
   char *dst = mp_worker_scratch(r->w, r->msg.query.len + 1);
   if (dst == NULL) return MP_NOMEM;
   long n = mp_http1_query_get(span_ptr(r, r->msg.query), r->msg.query.len,
@@ -103,14 +103,14 @@ int mp_req_query(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
   return (int)n;
 }
 
-int mp_req_param_count(uint32_t slot, uint32_t gen) {
-  LOOKUP(r);
+int mp_req_param_count(uint64_t ctx) {
+  LOOKUP(r, MP_CTX_REQ);
   return (int)r->match.nparams;
 }
 
-int mp_req_param_at(uint32_t slot, uint32_t gen, int i, const char **name,
+int mp_req_param_at(uint64_t ctx, int i, const char **name,
                     const char **value) {
-  LOOKUP(r);
+  LOOKUP(r, MP_CTX_REQ);
   if (i < 0 || (unsigned)i >= r->match.nparams) return MP_INVALID;
   mp_span s = r->match.params[i];
   char *dst = mp_worker_scratch(r->w, s.len + 1);
@@ -121,14 +121,14 @@ int mp_req_param_at(uint32_t slot, uint32_t gen, int i, const char **name,
                                 false);
 }
 
-int mp_req_body(uint32_t slot, uint32_t gen, const char **out) {
-  LOOKUP(r);
+int mp_req_body(uint64_t ctx, const char **out) {
+  LOOKUP(r, MP_CTX_REQ);
   *out = r->body.data ? r->body.data : "";
   return (int)r->body.len;
 }
 
-int mp_req_remote_addr(uint32_t slot, uint32_t gen, const char **out) {
-  LOOKUP(r);
+int mp_req_remote_addr(uint64_t ctx, const char **out) {
+  LOOKUP(r, MP_CTX_REQ);
   char *dst = mp_worker_scratch(r->w, 64);
   if (dst == NULL) return MP_NOMEM;
   int n = mp_conn_peer(r->conn, dst, 64);
@@ -136,32 +136,32 @@ int mp_req_remote_addr(uint32_t slot, uint32_t gen, const char **out) {
   return n;
 }
 
-int mp_res_status(uint32_t slot, uint32_t gen, int status) {
-  LOOKUP(r);
+int mp_res_status(uint64_t ctx, int status) {
+  LOOKUP(r, MP_CTX_RES);
   return mp_response_status(r, status);
 }
 
-int mp_res_header(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+int mp_res_header(uint64_t ctx, const char *name, size_t nlen,
                   const char *value, size_t vlen) {
-  LOOKUP(r);
+  LOOKUP(r, MP_CTX_RES);
   return mp_response_header(r, name, nlen, value, vlen);
 }
 
-int mp_res_send(uint32_t slot, uint32_t gen, const char *body, size_t len,
+int mp_res_send(uint64_t ctx, const char *body, size_t len,
                 int json) {
-  LOOKUP(r);
+  LOOKUP(r, MP_CTX_RES);
   return mp_response_send(r, body, len,
                           json ? "application/json"
                                : "text/plain; charset=utf-8");
 }
 
-int mp_res_write(uint32_t slot, uint32_t gen, const char *data, size_t len) {
-  LOOKUP(r);
+int mp_res_write(uint64_t ctx, const char *data, size_t len) {
+  LOOKUP(r, MP_CTX_RES);
   return mp_response_write(r, data, len);
 }
 
-int mp_res_finish(uint32_t slot, uint32_t gen) {
-  LOOKUP(r);
+int mp_res_finish(uint64_t ctx) {
+  LOOKUP(r, MP_CTX_RES);
   return mp_response_finish(r);
 }
 

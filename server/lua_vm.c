@@ -3,8 +3,9 @@
  *
  * Stack discipline: the main state's stack is empty between calls into this
  * file. A pooled coroutine is suspended inside core.run's yield with an
- * empty stack; starting a request pushes (handler, slot, gen) and resumes,
- * which makes that yield return them. A fresh coroutine gets core.run
+ * empty stack; starting a request pushes (handler, req, res) and resumes,
+ * which makes that yield return them. req and res are numbers (request
+ * contexts, see request.h), so a request allocates nothing in Lua to start. A fresh coroutine gets core.run
  * pushed below the same three values.
  */
 #include "lua_vm.h"
@@ -234,8 +235,8 @@ int mp_vm_start(mp_vm *vm, mp_request *r, int handler) {
   r->co = co;
   r->running = true;
   lua_rawgeti(co, LUA_REGISTRYINDEX, handler);
-  lua_pushnumber(co, r->slot);
-  lua_pushnumber(co, r->gen);
+  lua_pushnumber(co, (lua_Number)mp_request_ctx(r, MP_CTX_REQ));
+  lua_pushnumber(co, (lua_Number)mp_request_ctx(r, MP_CTX_RES));
   return resume(vm, r, 3);
 }
 

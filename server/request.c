@@ -34,6 +34,7 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
   if (w->nfree_slots > 0) {
     r = w->reqs[w->free_slots[--w->nfree_slots]];
   } else {
+    if (w->nreqs == MP_MAX_SLOTS) return NULL;
     if ((w->nreqs & (w->nreqs - 1)) == 0) { /* 0, 1, 2, 4, ...: grow */
       uint32_t cap = w->nreqs ? w->nreqs * 2 : 1;
       mp_request **reqs = mp_realloc(w->reqs, cap * sizeof *reqs);
@@ -76,11 +77,25 @@ void mp_request_release(mp_request *r) {
   w->free_slots[w->nfree_slots++] = r->slot;
 }
 
-mp_request *mp_request_lookup(uint32_t slot, uint32_t gen) {
+/* Context layout: bit 38 marks a context, bits 37..17 hold the generation,
+ * bits 16..1 the slot, bit 0 the kind. core.lua relies on the tag bit and
+ * on the kind being the lowest bit. */
+#define CTX_TAG (1ull << 38)
+#define CTX_GEN_MASK 0x1FFFFFull
+
+uint64_t mp_request_ctx(const mp_request *r, int kind) {
+  return CTX_TAG | ((r->gen & CTX_GEN_MASK) << 17) |
+         ((uint64_t)r->slot << 1) | (uint64_t)kind;
+}
+
+mp_request *mp_request_from_ctx(uint64_t ctx, int kind) {
   mp_worker *w = mp_worker_self;
-  if (w == NULL || slot >= w->nreqs) return NULL;
+  if ((ctx >> 38) != 1 || (int)(ctx & 1) != kind || w == NULL) return NULL;
+  uint32_t slot = (uint32_t)((ctx >> 1) & 0xFFFF);
+  uint32_t gen = (uint32_t)((ctx >> 17) & CTX_GEN_MASK);
+  if (slot >= w->nreqs) return NULL;
   mp_request *r = w->reqs[slot];
-  return r->gen == gen && r->conn != NULL ? r : NULL;
+  return (r->gen & CTX_GEN_MASK) == gen && r->conn != NULL ? r : NULL;
 }
 
 void mp_request_close_all(mp_worker *w) {

@@ -64,8 +64,23 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c);
 /* Gives the record back; every (slot, gen) naming it goes stale. */
 void mp_request_release(mp_request *r);
 
-/* The live request named (slot, gen), or NULL. */
-mp_request *mp_request_lookup(uint32_t slot, uint32_t gen);
+/* Lua names a request by a context: an integer (a Lua number, below 2^39
+ * so a double holds it exactly) whose bits hold the slot, the generation
+ * and which object it is (req or res). Numbers cost no allocation, pass
+ * through JIT-compiled FFI calls as plain integers, and get their methods
+ * from the number metatable (lua/moonport/core.lua). The generation keeps
+ * 21 bits: a context kept through 2^21 reuses of its slot would alias;
+ * slots are limited to MP_MAX_SLOTS. */
+#define MP_MAX_SLOTS 65535
+enum { MP_CTX_REQ = 0, MP_CTX_RES = 1 };
+
+/* The context value for r as req or res. */
+uint64_t mp_request_ctx(const mp_request *r, int kind);
+
+/* The live request a context names, or NULL when it has finished (or ctx
+ * is not a context at all). When kind is MP_CTX_REQ or MP_CTX_RES, the
+ * context must name that object too. */
+mp_request *mp_request_from_ctx(uint64_t ctx, int kind);
 
 /* Routes r and runs its handler. Returns true when r finished (handler
  * returned, response complete) before returning; otherwise the handler is

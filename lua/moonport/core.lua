@@ -3,8 +3,12 @@
 -- Every `ffi.cdef` of moonport lives here, along with the `req` and `res`
 -- objects handlers receive and the runner that executes handlers inside
 -- pooled coroutines. Handler scripts never see a pointer: `req` and `res`
--- hold a request's (slot, generation) name, and every C call checks it, so
--- an object kept past its request raises "request already finished".
+-- are request contexts, numbers holding a request's slot and generation
+-- (server/request.h), and every C call checks them, so an object kept past
+-- its request raises "request already finished". Being numbers, they cost
+-- no allocation and pass through JIT-compiled FFI calls as plain integers;
+-- their methods come from the number metatable, which gives other numbers
+-- nothing.
 --
 -- C functions return status codes and never raise; this module turns the
 -- codes into Lua errors for misuse (`error(msg, 2)`), and into `nil, err`
@@ -15,33 +19,33 @@ local ffi = require("ffi")
 local cjson = require("cjson")
 
 local C = ffi.C
-local type, tostring, error, setmetatable = type, tostring, error, setmetatable
+local type, tostring, error = type, tostring, error
 local ffi_string = ffi.string
 local yield = coroutine.yield
 local xpcall, traceback = xpcall, debug.traceback
 
 ffi.cdef[[
-int mp_req_method(uint32_t slot, uint32_t gen, const char **out);
-int mp_req_target(uint32_t slot, uint32_t gen, int which, const char **out);
-int mp_req_header(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+int mp_req_method(uint64_t ctx, const char **out);
+int mp_req_target(uint64_t ctx, int which, const char **out);
+int mp_req_header(uint64_t ctx, const char *name, size_t nlen,
                   const char **out);
-int mp_req_header_count(uint32_t slot, uint32_t gen);
-int mp_req_header_at(uint32_t slot, uint32_t gen, int i, const char **name,
+int mp_req_header_count(uint64_t ctx);
+int mp_req_header_at(uint64_t ctx, int i, const char **name,
                      int32_t *nlen, const char **value);
-int mp_req_query(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+int mp_req_query(uint64_t ctx, const char *name, size_t nlen,
                  const char **out);
-int mp_req_param_count(uint32_t slot, uint32_t gen);
-int mp_req_param_at(uint32_t slot, uint32_t gen, int i, const char **name,
+int mp_req_param_count(uint64_t ctx);
+int mp_req_param_at(uint64_t ctx, int i, const char **name,
                     const char **value);
-int mp_req_body(uint32_t slot, uint32_t gen, const char **out);
-int mp_req_remote_addr(uint32_t slot, uint32_t gen, const char **out);
-int mp_res_status(uint32_t slot, uint32_t gen, int status);
-int mp_res_header(uint32_t slot, uint32_t gen, const char *name, size_t nlen,
+int mp_req_body(uint64_t ctx, const char **out);
+int mp_req_remote_addr(uint64_t ctx, const char **out);
+int mp_res_status(uint64_t ctx, int status);
+int mp_res_header(uint64_t ctx, const char *name, size_t nlen,
                   const char *value, size_t vlen);
-int mp_res_send(uint32_t slot, uint32_t gen, const char *body, size_t len,
+int mp_res_send(uint64_t ctx, const char *body, size_t len,
                 int json);
-int mp_res_write(uint32_t slot, uint32_t gen, const char *data, size_t len);
-int mp_res_finish(uint32_t slot, uint32_t gen);
+int mp_res_write(uint64_t ctx, const char *data, size_t len);
+int mp_res_finish(uint64_t ctx);
 int mp_sleep(double ms);
 ]]
 
@@ -77,24 +81,14 @@ end
 local req_methods = {}
 local req_fields = {}
 
-local Req = {
-  __index = function(self, key)
-    local method = req_methods[key]
-    if method then return method end
-    local field = req_fields[key]
-    if field then return field(self) end
-    return nil
-  end,
-}
-
 local function target(self, which)
-  local n = C.mp_req_target(self[1], self[2], which, out)
+  local n = C.mp_req_target(self, which, out)
   if n < 0 then fail(n, "req") end
   return ffi_string(out[0], n)
 end
 
 function req_fields.method(self)
-  local n = C.mp_req_method(self[1], self[2], out)
+  local n = C.mp_req_method(self, out)
   if n < 0 then fail(n, "req.method") end
   return ffi_string(out[0], n)
 end
@@ -104,23 +98,22 @@ function req_fields.query_string(self) return target(self, 1) end
 function req_fields.target(self) return target(self, 2) end
 
 function req_fields.remote_addr(self)
-  local n = C.mp_req_remote_addr(self[1], self[2], out)
+  local n = C.mp_req_remote_addr(self, out)
   if n == MP_BAD_CONTEXT then fail(n, "req.remote_addr") end
   if n < 0 then return nil end
   return ffi_string(out[0], n)
 end
 
+-- A new table on each use: keep it in a local.
 function req_fields.params(self)
-  local slot, gen = self[1], self[2]
-  local count = C.mp_req_param_count(slot, gen)
+  local count = C.mp_req_param_count(self)
   if count < 0 then fail(count, "req.params") end
   local params = {}
   for i = 0, count - 1 do
-    local n = C.mp_req_param_at(slot, gen, i, out2, out)
+    local n = C.mp_req_param_at(self, i, out2, out)
     if n < 0 then fail(n, "req.params") end
     params[ffi_string(out2[0])] = ffi_string(out[0], n)
   end
-  rawset(self, "params", params)
   return params
 end
 
@@ -129,7 +122,7 @@ end
 -- @usage local ua = req:header("User-Agent")
 function req_methods.header(self, name)
   if type(name) ~= "string" then error("req:header: name must be a string", 2) end
-  local n = C.mp_req_header(self[1], self[2], name, #name, out)
+  local n = C.mp_req_header(self, name, #name, out)
   if n == MP_NOT_FOUND then return nil end
   if n < 0 then fail(n, "req:header") end
   return ffi_string(out[0], n)
@@ -138,12 +131,11 @@ end
 --- All request headers as a table of lower-case names to values.
 -- @usage for name, value in pairs(req:headers()) do ... end
 function req_methods.headers(self)
-  local slot, gen = self[1], self[2]
-  local count = C.mp_req_header_count(slot, gen)
+  local count = C.mp_req_header_count(self)
   if count < 0 then fail(count, "req:headers") end
   local headers = {}
   for i = 0, count - 1 do
-    local n = C.mp_req_header_at(slot, gen, i, out2, outlen, out)
+    local n = C.mp_req_header_at(self, i, out2, outlen, out)
     if n < 0 then fail(n, "req:headers") end
     local name = ffi_string(out2[0], outlen[0]):lower()
     local value = ffi_string(out[0], n)
@@ -157,7 +149,7 @@ end
 -- @usage local q = req:query("q")
 function req_methods.query(self, name)
   if type(name) ~= "string" then error("req:query: name must be a string", 2) end
-  local n = C.mp_req_query(self[1], self[2], name, #name, out)
+  local n = C.mp_req_query(self, name, #name, out)
   if n == MP_NOT_FOUND then return nil end
   if n < 0 then fail(n, "req:query") end
   return ffi_string(out[0], n)
@@ -166,7 +158,7 @@ end
 --- The whole request body as a string ("" when there is none).
 -- @usage local raw = req:body()
 function req_methods.body(self)
-  local n = C.mp_req_body(self[1], self[2], out)
+  local n = C.mp_req_body(self, out)
   if n < 0 then fail(n, "req:body") end
   return ffi_string(out[0], n)
 end
@@ -174,7 +166,7 @@ end
 --- The body decoded as JSON; nil and a message when it is not JSON.
 -- @usage local doc, err = req:json()
 function req_methods.json(self)
-  local n = C.mp_req_body(self[1], self[2], out)
+  local n = C.mp_req_body(self, out)
   if n < 0 then fail(n, "req:json") end
   local ok, value = pcall(cjson.decode, ffi_string(out[0], n))
   if not ok then return nil, "invalid JSON: " .. tostring(value) end
@@ -184,7 +176,6 @@ end
 -- The response -----------------------------------------------------------
 
 local Res = {}
-Res.__index = Res
 
 --- Sets the status code (200..599); returns res.
 -- @usage res:status(201):json({id = id})
@@ -192,7 +183,7 @@ function Res:status(code)
   if type(code) ~= "number" or code % 1 ~= 0 then
     error("res:status: code must be an integer", 2)
   end
-  local rc = C.mp_res_status(self[1], self[2], code)
+  local rc = C.mp_res_status(self, code)
   if rc == MP_INVALID then error("res:status: code must be 200..599", 2) end
   if rc ~= 0 then fail(rc, "res:status") end
   return self
@@ -204,7 +195,7 @@ function Res:header(name, value)
   if type(name) ~= "string" then error("res:header: name must be a string", 2) end
   if type(value) == "number" then value = tostring(value) end
   if type(value) ~= "string" then error("res:header: value must be a string", 2) end
-  local rc = C.mp_res_header(self[1], self[2], name, #name, value, #value)
+  local rc = C.mp_res_header(self, name, #name, value, #value)
   if rc == MP_INVALID then
     error("res:header: invalid header '" .. name .. "'", 2)
   elseif rc == MP_DECLINED then
@@ -221,7 +212,7 @@ function Res:send(body)
   if body == nil then body = "" end
   if type(body) == "number" then body = tostring(body) end
   if type(body) ~= "string" then error("res:send: body must be a string", 2) end
-  local rc = C.mp_res_send(self[1], self[2], body, #body, 0)
+  local rc = C.mp_res_send(self, body, #body, 0)
   if rc ~= 0 then fail(rc, "res:send") end
   return self
 end
@@ -231,7 +222,7 @@ end
 function Res:json(value)
   local ok, body = pcall(cjson.encode, value)
   if not ok then error("res:json: " .. tostring(body), 2) end
-  local rc = C.mp_res_send(self[1], self[2], body, #body, 1)
+  local rc = C.mp_res_send(self, body, #body, 1)
   if rc ~= 0 then fail(rc, "res:json") end
   return self
 end
@@ -242,7 +233,7 @@ end
 function Res:write(chunk)
   if type(chunk) == "number" then chunk = tostring(chunk) end
   if type(chunk) ~= "string" then error("res:write: chunk must be a string", 2) end
-  local rc = C.mp_res_write(self[1], self[2], chunk, #chunk)
+  local rc = C.mp_res_write(self, chunk, #chunk)
   if rc ~= 0 then fail(rc, "res:write") end
   return self
 end
@@ -250,9 +241,26 @@ end
 --- Ends the response (also done when the handler returns).
 -- @usage res:finish()
 function Res:finish()
-  local rc = C.mp_res_finish(self[1], self[2])
+  local rc = C.mp_res_finish(self)
   if rc ~= 0 then fail(rc, "res:finish") end
 end
+
+-- The metatable of every number: a context (bit 38 set) dispatches on its
+-- kind, the lowest bit (server/request.c); other numbers get nothing.
+local CTX_TAG = 2^38
+debug.setmetatable(0, {
+  __index = function(self, key)
+    if self < CTX_TAG then return nil end
+    if self % 2 == 0 then
+      local method = req_methods[key]
+      if method then return method end
+      local field = req_fields[key]
+      if field then return field(self) end
+      return nil
+    end
+    return Res[key]
+  end,
+})
 
 -- Waiting ----------------------------------------------------------------
 
@@ -278,13 +286,11 @@ end
 
 --- The body of every handler coroutine (started by server/lua_vm.c): run a
 -- handler, report how it ended, wait for the next one.
-function core.run(handler, slot, gen)
+function core.run(handler, req, res)
   local DONE = core.DONE
   while true do
-    local req = setmetatable({slot, gen}, Req)
-    local res = setmetatable({slot, gen}, Res)
     local ok, err = xpcall(handler, on_error, req, res)
-    handler, slot, gen = yield(DONE, ok, err)
+    handler, req, res = yield(DONE, ok, err)
   end
 end
 
