@@ -2,6 +2,11 @@
  * The counting Lua allocator (see alloc.h). LuaJIT passes the old size of
  * every block it frees or resizes, so the counts are exact without storing
  * a size header next to each block.
+ *
+ * Refusing is safe: LuaJIT turns a NULL into a catchable memory error, and
+ * a refused realloc leaves the old block as it was. Once a request is over
+ * its limit every further growth is refused too, so a handler that catches
+ * the error with pcall cannot go on allocating.
  */
 #include "alloc.h"
 
@@ -15,12 +20,16 @@ void *mp_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     heap->in_use -= osize;
     return NULL;
   }
+  size_t growth = nsize > osize ? nsize - osize : 0;
+  if (heap->charge != NULL && growth > 0 &&
+      *heap->charge + growth > heap->limit) {
+    *heap->exceeded = true;
+    return NULL;
+  }
   void *p = realloc(ptr, nsize);
   if (p == NULL) return NULL;
   heap->in_use = heap->in_use - osize + nsize;
-  if (nsize > osize) {
-    heap->allocated += nsize - osize;
-    if (heap->charge != NULL) *heap->charge += nsize - osize;
-  }
+  heap->allocated += growth;
+  if (heap->charge != NULL) *heap->charge += growth;
   return p;
 }

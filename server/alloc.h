@@ -6,16 +6,23 @@
 #ifndef MP_ALLOC_H
 #define MP_ALLOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct mp_lua_heap {
   size_t in_use;      /* bytes live in the Lua heap */
   uint64_t allocated; /* bytes ever handed out (growths count their growth) */
-  uint64_t *charge;   /* also counts into this, when set */
+  /* While a request's handler runs: its byte count, and its limit. An
+   * allocation that would take *charge past limit is refused (Lua raises
+   * "not enough memory" in the handler) and *exceeded is set. */
+  uint64_t *charge;
+  uint64_t limit;
+  bool *exceeded;
 } mp_lua_heap;
 
-/* A lua_Alloc; ud is an mp_lua_heap. Never raises. */
+/* A lua_Alloc; ud is an mp_lua_heap. Never raises. Shrinking and freeing
+ * always succeed. */
 void *mp_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
 #endif

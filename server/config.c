@@ -15,7 +15,14 @@
 #define MP_VERSION "0.0.0"
 #endif
 
-typedef enum { OPT_FLAG, OPT_LISTEN, OPT_SECONDS, OPT_BYTES, OPT_COUNT } opt_kind;
+typedef enum {
+  OPT_FLAG,
+  OPT_LISTEN,
+  OPT_SECONDS,
+  OPT_BYTES,
+  OPT_COUNT,
+  OPT_PATH
+} opt_kind;
 
 typedef struct option {
   const char *name;
@@ -39,9 +46,18 @@ static const option options[] = {
      "(default 16k)"},
     {"--max-headers", OPT_COUNT, "N",
      "most header fields in a request; more gets 431 (default 100)"},
+    {"--request-memory-limit", OPT_BYTES, "BYTES",
+     "Lua bytes one request may allocate; past it the request gets 500 "
+     "(default 8m)"},
+    {"--access-log", OPT_PATH, "PATH|-",
+     "log every request to PATH (- for stdout): Common Log Format, then "
+     "seconds, Lua bytes and C bytes"},
+    {"--stats", OPT_FLAG, NULL,
+     "serve GET /__moonport/stats (JSON) to loopback clients"},
     {"--check", OPT_FLAG, NULL, "load the app, print its routes and exit"},
     {"--debug", OPT_FLAG, NULL,
-     "put handler errors in 500 responses, not only in the log"},
+     "put handler errors in 500 responses and X-Moonport-Alloc on every "
+     "response"},
     {"--version", OPT_FLAG, NULL, "print the version and exit"},
     {"--help", OPT_FLAG, NULL, "print this help and exit"},
 };
@@ -52,7 +68,7 @@ static void usage(FILE *out) {
     char left[64];
     snprintf(left, sizeof left, "%s%s%s", options[i].name,
              options[i].arg ? " " : "", options[i].arg ? options[i].arg : "");
-    fprintf(out, "  %-26s %s\n", left, options[i].help);
+    fprintf(out, "  %-30s %s\n", left, options[i].help);
   }
   fprintf(out,
           "\nBYTES takes a k or m suffix (KiB, MiB). SECONDS may have a "
@@ -116,6 +132,8 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       n *= unit;
       if (strcmp(o->name, "--max-body-size") == 0)
         cfg->max_body_size = (size_t)n;
+      else if (strcmp(o->name, "--request-memory-limit") == 0)
+        cfg->request_memory_limit = (size_t)n;
       else if (n < 256)
         return bad_value(o->name, v, "the head limit is at least 256 bytes");
       else
@@ -129,6 +147,10 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       cfg->max_headers = (unsigned)n;
       return MP_CONFIG_RUN;
     }
+    case OPT_PATH:
+      if (v[0] == '\0') return bad_value(o->name, v, "expected a path or -");
+      cfg->access_log = v;
+      return MP_CONFIG_RUN;
     case OPT_FLAG:
       break;
   }
@@ -144,6 +166,7 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   cfg->max_body_size = 1024 * 1024;
   cfg->max_header_size = 16 * 1024;
   cfg->max_headers = 100;
+  cfg->request_memory_limit = 8 * 1024 * 1024;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -184,6 +207,7 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
       }
       if (strcmp(o->name, "--check") == 0) cfg->check = true;
       if (strcmp(o->name, "--debug") == 0) cfg->debug = true;
+      if (strcmp(o->name, "--stats") == 0) cfg->stats = true;
       continue;
     }
     const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);

@@ -14,7 +14,10 @@ typedef struct mp_config {
   int port;
   const char *app; /* the app script's path, as given */
   bool check;      /* load, print routes, exit */
-  bool debug;      /* error details in 500 responses */
+  bool debug;      /* error details in 500 responses, X-Moonport-Alloc */
+  bool stats;      /* serve GET /__moonport/stats to loopback clients */
+  const char *access_log; /* path, "-" for stdout, NULL for none */
+  size_t request_memory_limit; /* Lua bytes one request may allocate */
   uint64_t idle_timeout_ms;
   uint64_t shutdown_timeout_ms;
   size_t max_body_size;

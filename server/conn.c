@@ -65,6 +65,7 @@ struct mp_conn {
   mp_buf out;
   mp_buf wbuf;
   uint64_t last_active;
+  char peer[INET6_ADDRSTRLEN]; /* "" until mp_conn_peer_name asks */
 };
 
 static char discard[64 * 1024];
@@ -86,6 +87,29 @@ int mp_conn_peer(mp_conn *c, char *out, size_t cap) {
   else
     rc = uv_ip4_name((struct sockaddr_in *)&addr, out, cap);
   return rc != 0 ? rc : (int)strlen(out);
+}
+
+const char *mp_conn_peer_name(mp_conn *c) {
+  if (c->peer[0] == '\0' && mp_conn_peer(c, c->peer, sizeof c->peer) < 0)
+    strcpy(c->peer, "-");
+  return c->peer;
+}
+
+bool mp_conn_is_loopback(mp_conn *c) {
+  struct sockaddr_storage addr;
+  int len = sizeof addr;
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0)
+    return false;
+  if (addr.ss_family == AF_INET) {
+    const struct sockaddr_in *a = (const struct sockaddr_in *)&addr;
+    return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+  }
+  if (addr.ss_family == AF_INET6) {
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)&addr)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(a)) return true;
+    return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+  }
+  return false;
 }
 
 static size_t pending_out(const mp_conn *c) {
@@ -163,7 +187,7 @@ static void on_close(uv_handle_t *h) {
   if (c->rbuf != NULL) mp_pool_put(&c->w->rbuf_pool, c->rbuf);
   mp_buf_release(&c->out);
   mp_buf_release(&c->wbuf);
-  free(c);
+  mp_pool_put(&c->w->conn_pool, c);
 }
 
 static void conn_close(mp_conn *c) {
@@ -316,13 +340,17 @@ static void protocol_error(mp_conn *c) {
     mp_request_release(c->req);
     c->req = NULL;
   }
-  mp_response_error_to(c->w, &c->out, c->h1.status, text, true, NULL, 0);
+  int n = mp_response_error_to(c->w, &c->out, c->h1.status, text, true, NULL, 0);
   c->close_after_flush = true;
+  c->w->stats.requests++;
+  mp_access_log(mp_conn_peer_name(c), "-", 1, c->h1.status,
+                n > 0 ? (uint64_t)n : 0, 0.0, 0, 0);
 }
 
 static void finish_request(mp_conn *c) {
   mp_request *r = c->req;
   bool keep = r->keep_alive;
+  mp_request_account(r);
   mp_request_release(r);
   c->req = NULL;
   mp_http1_next(&c->h1, c->rpos);
@@ -368,6 +396,8 @@ static void conn_process(mp_conn *c) {
       }
       mp_http1_attach(&c->h1, &c->req->msg);
     }
+    /* Whatever the core mallocs from here on is this request's. */
+    mp_c_charge = &c->req->c_bytes;
     int rc = mp_http1_execute(&c->h1, c->rbuf, c->rlen, &c->rpos);
     if (rc == MP_H1_NEED_MORE) {
       /* The client waits for leave to send its body: the handler will
@@ -384,8 +414,10 @@ static void conn_process(mp_conn *c) {
     }
     c->req->head = c->rbuf + c->h1.msg_off;
     if (!mp_request_start(c->req)) break; /* suspended */
+    mp_c_charge = NULL;
     finish_request(c);
   }
+  mp_c_charge = NULL;
   c->processing = false;
   after_process(c);
 }
@@ -421,11 +453,13 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 }
 
 void mp_conn_accept(mp_worker *w) {
-  mp_conn *c = calloc(1, sizeof *c);
+  mp_conn *c = mp_pool_get(&w->conn_pool);
   if (c == NULL) {
     mp_log(MP_LOG_ERROR, "out of memory for a connection");
     return;
   }
+  memset(c, 0, sizeof *c);
+  w->stats.accepted++;
   c->w = w;
   uv_tcp_init(w->loop, &c->tcp);
   c->tcp.data = c;
@@ -449,3 +483,5 @@ void mp_conn_accept(mp_worker *w) {
   uv_timer_start(&c->timer, on_timer, w->cfg->idle_timeout_ms, 0);
   update_reading(c);
 }
+
+size_t mp_conn_size(void) { return sizeof(mp_conn); }

@@ -11,6 +11,9 @@
 #include "pool.h"
 #include "worker.h"
 
+/* The size of a connection record (for the worker's pool). */
+size_t mp_conn_size(void);
+
 /* Accepts one pending connection on w's listener. */
 void mp_conn_accept(mp_worker *w);
 
@@ -39,5 +42,11 @@ void mp_conn_close_after_flush(mp_conn *c);
 /* The peer's address as text ("127.0.0.1", "::1"); returns its length, or
  * a negative libuv error. */
 int mp_conn_peer(mp_conn *c, char *out, size_t cap);
+
+/* The same, looked up once per connection and kept; "-" when unknown. */
+const char *mp_conn_peer_name(mp_conn *c);
+
+/* True when the peer is on this machine (127.0.0.0/8 or ::1). */
+bool mp_conn_is_loopback(mp_conn *c);
 
 #endif

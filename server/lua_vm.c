@@ -50,6 +50,8 @@ static char done_marker;
 
 const char *mp_vm_error(const mp_vm *vm) { return vm->error; }
 
+size_t mp_vm_heap_size(const mp_vm *vm) { return vm->heap.in_use; }
+
 static bool is_dir(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
@@ -158,6 +160,7 @@ mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen) {
     snprintf(err, errlen, "moonport: cannot create a Lua state");
     goto err;
   }
+  vm->heap.limit = w->cfg->request_memory_limit;
   luaL_openlibs(vm->L);
   set_path(vm->L, app);
   if (load_app(vm, app, err, errlen) != 0) goto err;
@@ -188,16 +191,35 @@ static void log_failure(mp_vm *vm, mp_request *r, const char *msg) {
 }
 
 /* Resumes r's coroutine with the nargs values on its stack. */
+/* A handler went past its memory limit: log it, and give the garbage it
+ * left back to the system so the heap returns to where it was. */
+static void over_limit(mp_vm *vm, mp_request *r) {
+  char msg[160];
+  snprintf(msg, sizeof msg,
+           "request memory limit exceeded: %llu bytes allocated, limit %llu",
+           (unsigned long long)r->lua_bytes,
+           (unsigned long long)vm->heap.limit);
+  log_failure(vm, r, msg);
+  vm->w->stats.memory_limit_hits++;
+  lua_gc(vm->L, LUA_GCCOLLECT, 0);
+}
+
 static int resume(mp_vm *vm, mp_request *r, int nargs) {
   lua_State *co = r->co;
   vm->w->current = r;
+  vm->heap.charge = &r->lua_bytes;
+  vm->heap.exceeded = &r->mem_exceeded;
   int st = lua_resume(co, nargs);
+  vm->heap.charge = NULL;
   vm->w->current = NULL;
 
   if (st == LUA_YIELD && lua_gettop(co) >= 2 &&
       lua_touserdata(co, 1) == &done_marker) {
-    int ok = lua_toboolean(co, 2);
-    if (!ok) log_failure(vm, r, lua_tostring(co, 3));
+    int ok = lua_toboolean(co, 2) && !r->mem_exceeded;
+    if (r->mem_exceeded)
+      over_limit(vm, r);
+    else if (!ok)
+      log_failure(vm, r, lua_tostring(co, 3));
     lua_settop(co, 0);
     r->running = false;
     r->co = NULL;
@@ -213,7 +235,9 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
     lua_settop(co, 0);
     return MP_VM_WAITING;
   }
-  if (st == LUA_YIELD)
+  if (r->mem_exceeded)
+    over_limit(vm, r);
+  else if (st == LUA_YIELD)
     log_failure(vm, r, "handler yielded outside the moonport API");
   else
     log_failure(vm, r, lua_tostring(co, -1));

@@ -35,6 +35,9 @@ int mp_vm_resume(mp_vm *vm, mp_request *r);
 /* Drops r's suspended coroutine without resuming it. */
 void mp_vm_abandon(mp_vm *vm, mp_request *r);
 
+/* Bytes live in the Lua heap. */
+size_t mp_vm_heap_size(const mp_vm *vm);
+
 /* The message of the last handler failure (for --debug responses). */
 const char *mp_vm_error(const mp_vm *vm);
 

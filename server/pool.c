@@ -14,14 +14,17 @@
 #include "errors.h"
 
 uint64_t mp_malloc_count;
+uint64_t *mp_c_charge;
 
 void *mp_alloc(size_t size) {
   mp_malloc_count++;
+  if (mp_c_charge != NULL) *mp_c_charge += size;
   return malloc(size);
 }
 
-void *mp_realloc(void *p, size_t size) {
+void *mp_realloc(void *p, size_t old_size, size_t size) {
   mp_malloc_count++;
+  if (mp_c_charge != NULL && size > old_size) *mp_c_charge += size - old_size;
   return realloc(p, size);
 }
 
@@ -89,7 +92,7 @@ int mp_buf_reserve(mp_buf *b, size_t n) {
     memcpy(data, b->data, b->len);
     mp_pool_put(b->pool, b->data);
   } else {
-    data = mp_realloc(b->data, cap);
+    data = mp_realloc(b->data, b->cap, cap);
     if (data == NULL) return MP_NOMEM;
   }
   b->data = data;

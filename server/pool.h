@@ -7,7 +7,9 @@
  * response head, a small body) costs no malloc once the pool is warm.
  *
  * mp_malloc_count counts every malloc the core makes for pools and buffers,
- * so that "no malloc per request in steady state" can be checked.
+ * so that "no malloc per request in steady state" can be checked; while
+ * mp_c_charge is set, the bytes are also added to it (the C bytes of the
+ * request being served).
  */
 #ifndef MP_POOL_H
 #define MP_POOL_H
@@ -24,10 +26,12 @@ typedef struct mp_pool {
 } mp_pool;
 
 extern uint64_t mp_malloc_count;
+extern uint64_t *mp_c_charge;
 
-/* malloc and realloc that count into mp_malloc_count. */
+/* malloc and realloc that count into mp_malloc_count and mp_c_charge
+ * (old_size is what p had, for the growth). */
 void *mp_alloc(size_t size);
-void *mp_realloc(void *p, size_t size);
+void *mp_realloc(void *p, size_t old_size, size_t size);
 
 void mp_pool_init(mp_pool *pool, size_t block_size, unsigned max_free);
 /* A block of pool->block_size bytes, or NULL when malloc fails. */

@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "errors.h"
 #include "log.h"
+#include "stats.h"
 #include "lua_vm.h"
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
@@ -37,16 +38,19 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
     if (w->nreqs == MP_MAX_SLOTS) return NULL;
     if ((w->nreqs & (w->nreqs - 1)) == 0) { /* 0, 1, 2, 4, ...: grow */
       uint32_t cap = w->nreqs ? w->nreqs * 2 : 1;
-      mp_request **reqs = mp_realloc(w->reqs, cap * sizeof *reqs);
+      mp_request **reqs = mp_realloc(w->reqs, w->nreqs * sizeof *reqs,
+                                     cap * sizeof *reqs);
       if (reqs == NULL) return NULL;
       w->reqs = reqs;
-      uint32_t *slots = mp_realloc(w->free_slots, cap * sizeof *slots);
+      uint32_t *slots = mp_realloc(w->free_slots, w->nreqs * sizeof *slots,
+                                   cap * sizeof *slots);
       if (slots == NULL) return NULL;
       w->free_slots = slots;
     }
-    r = calloc(1, sizeof *r + w->limits.max_headers * sizeof(mp_hfield));
+    size_t size = sizeof *r + w->limits.max_headers * sizeof(mp_hfield);
+    r = mp_alloc(size);
     if (r == NULL) return NULL;
-    mp_malloc_count++;
+    memset(r, 0, size);
     r->slot = w->nreqs;
     r->w = w;
     uv_timer_init(w->loop, &r->timer);
@@ -61,10 +65,13 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
   r->chunked = false;
   r->declared = -1;
   r->sent = 0;
+  r->body_bytes = 0;
   r->body.len = 0;
   r->headers.len = 0;
   r->co = NULL;
   r->running = r->waiting = false;
+  r->lua_bytes = r->c_bytes = 0;
+  r->mem_exceeded = false;
   return r;
 }
 
@@ -132,6 +139,15 @@ static bool body_allowed(int status) {
 
 static int write_head(mp_request *r, const char *content_type,
                       int64_t length) {
+  if (r->w->cfg->debug) {
+    /* What the request has cost so far; the rest of a streamed body is
+     * not in it. */
+    char line[80];
+    int n = snprintf(line, sizeof line, "X-Moonport-Alloc: %llu %llu\r\n",
+                     (unsigned long long)r->lua_bytes,
+                     (unsigned long long)r->c_bytes);
+    if (mp_buf_append(&r->headers, line, (size_t)n) != 0) return MP_NOMEM;
+  }
   mp_http1_head h;
   h.status = r->status;
   h.date = mp_worker_date(r->w, &h.date_len);
@@ -196,6 +212,7 @@ int mp_response_send(mp_request *r, const char *body, size_t len,
   if (write_head(r, content_type, (int64_t)len) != 0) return MP_NOMEM;
   r->res = MP_RES_DONE;
   if (r->head_only || !body_allowed(r->status) || len == 0) return 0;
+  r->body_bytes = len;
   return mp_buf_append(mp_conn_out(r->conn), body, len);
 }
 
@@ -279,7 +296,8 @@ int mp_response_error_to(mp_worker *w, mp_buf *out, int status,
   };
   h.date = mp_worker_date(w, &h.date_len);
   if (mp_http1_write_head(out, &h) != 0) return MP_NOMEM;
-  return mp_buf_append(out, body, n);
+  if (mp_buf_append(out, body, n) != 0) return MP_NOMEM;
+  return (int)n;
 }
 
 static void send_error(mp_request *r, int status, const char *text,
@@ -293,6 +311,7 @@ static void send_error(mp_request *r, int status, const char *text,
     return;
   }
   r->res = MP_RES_DONE;
+  r->status = status;
   bool close = !r->keep_alive;
   mp_buf *out = mp_conn_out(r->conn);
   if (r->head_only) {
@@ -303,7 +322,8 @@ static void send_error(mp_request *r, int status, const char *text,
     if (blank != NULL) out->len = (size_t)(blank - out->data) + 4;
     return;
   }
-  mp_response_error_to(r->w, out, status, text, close, extra, extra_len);
+  int n = mp_response_error_to(r->w, out, status, text, close, extra, extra_len);
+  if (n > 0) r->body_bytes = (uint64_t)n;
 }
 
 void mp_response_error(mp_request *r, int status, const char *text) {
@@ -328,16 +348,42 @@ static bool settle(mp_request *r, int outcome) {
   return true;
 }
 
+#define STATS_PATH "/__moonport/stats"
+
+static bool is_stats_request(mp_request *r, const char *path, size_t plen) {
+  return r->w->cfg->stats && plen == sizeof STATS_PATH - 1 &&
+         memcmp(path, STATS_PATH, plen) == 0 &&
+         (r->msg.method == HTTP_GET || r->msg.method == HTTP_HEAD) &&
+         mp_conn_is_loopback(r->conn);
+}
+
+static void send_stats(mp_request *r) {
+  mp_buf json = {0};
+  if (mp_worker_stats_json(r->w, &json) != 0) {
+    send_error(r, 500, "out of memory", NULL, 0);
+  } else {
+    mp_response_header(r, "Cache-Control", 13, "no-store", 8);
+    mp_response_send(r, json.data, json.len, APPLICATION_JSON);
+  }
+  mp_buf_release(&json);
+}
+
 bool mp_request_start(mp_request *r) {
   mp_worker *w = r->w;
   r->head_only = r->msg.method == HTTP_HEAD;
   r->keep_alive = r->msg.keep_alive;
+  r->match.route = NULL;
+  if (w->cfg->stats || mp_access_log_enabled()) r->start_ns = uv_hrtime();
   uint64_t allow;
   const char *path = r->head + r->msg.path.off;
   size_t plen = r->msg.path.len;
   if (plen == 0) { /* an absolute-form target without a path */
     path = "/";
     plen = 1;
+  }
+  if (is_stats_request(r, path, plen)) {
+    send_stats(r);
+    return true;
   }
   int rc = mp_router_match(w->router, r->msg.method, path, plen, &r->match,
                            &allow);
@@ -356,6 +402,28 @@ bool mp_request_start(mp_request *r) {
   return settle(r, mp_vm_start(w->vm, r, r->match.route->handler));
 }
 
+void mp_request_account(mp_request *r) {
+  mp_worker *w = r->w;
+  w->stats.requests++;
+  bool log = mp_access_log_enabled();
+  if (!w->cfg->stats && !log) return;
+  uint64_t ns = uv_hrtime() - r->start_ns;
+  if (r->match.route != NULL)
+    mp_stats_record(&w->stats, r->match.route->index, r->lua_bytes, r->c_bytes,
+                    ns);
+  if (log) {
+    /* The request line as it came: method, target and version. */
+    char line[512];
+    const char *method = llhttp_method_name((llhttp_method_t)r->msg.method);
+    int n = snprintf(line, sizeof line, "%s %.*s HTTP/1.%d", method,
+                     (int)(r->msg.target.len < 400 ? r->msg.target.len : 400),
+                     r->head + r->msg.target.off, r->msg.http_minor);
+    uint64_t bytes = r->head_only ? 0 : r->body_bytes + (uint64_t)r->sent;
+    mp_access_log(mp_conn_peer_name(r->conn), line, (size_t)n, r->status,
+                  bytes, (double)ns / 1e9, r->lua_bytes, r->c_bytes);
+  }
+}
+
 int mp_request_sleep(mp_request *r, uint64_t ms) {
   if (!r->running || r->waiting) return MP_STATE;
   r->waiting = true;
@@ -366,7 +434,10 @@ static void on_sleep_timer(uv_timer_t *t) {
   mp_request *r = t->data;
   r->waiting = false;
   mp_conn *c = r->conn;
-  if (settle(r, mp_vm_resume(r->w->vm, r)))
+  mp_c_charge = &r->c_bytes;
+  bool over = settle(r, mp_vm_resume(r->w->vm, r));
+  mp_c_charge = NULL;
+  if (over)
     mp_conn_request_done(c);
   else
     mp_conn_flush(c);

@@ -45,8 +45,15 @@ struct mp_request {
   bool length_set;    /* the handler declared Content-Length */
   bool chunked;       /* streaming with chunked framing */
   int64_t declared;   /* the declared Content-Length */
-  int64_t sent;       /* body bytes written so far */
+  int64_t sent;       /* body bytes written so far (streaming) */
+  uint64_t body_bytes; /* body bytes of a whole response (res:send) */
   mp_buf headers;     /* handler header lines, each ending in CRLF */
+
+  /* What the request cost. */
+  uint64_t start_ns;  /* uv_hrtime() when its head was complete */
+  uint64_t lua_bytes; /* allocated in Lua while its handler ran */
+  uint64_t c_bytes;   /* malloc'ed by the core on its behalf */
+  bool mem_exceeded;  /* its handler went past --request-memory-limit */
 
   /* The handler. */
   void *co;        /* its coroutine (a lua_State), NULL when none */
@@ -91,6 +98,10 @@ bool mp_request_start(mp_request *r);
  * must yield next. Returns 0 or MP_STATE when r is not running. */
 int mp_request_sleep(mp_request *r, uint64_t ms);
 
+/* The request is over (its response complete): counts it in the stats and
+ * the access log. */
+void mp_request_account(mp_request *r);
+
 /* Abandons r's handler if it is suspended (its connection is closing). */
 void mp_request_abort(mp_request *r);
 
@@ -116,7 +127,8 @@ int mp_response_finish(mp_request *r);
 void mp_response_error(mp_request *r, int status, const char *text);
 
 /* Appends a whole JSON error response to out, for failures that have no
- * request record (malformed requests). */
+ * request record (malformed requests). Returns the body's length, or
+ * MP_NOMEM. */
 int mp_response_error_to(mp_worker *w, mp_buf *out, int status,
                          const char *text, bool close, const char *extra,
                          size_t extra_len);

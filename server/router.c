@@ -175,6 +175,7 @@ int mp_router_add(mp_router *r, const char *method, const char *pattern,
   if (idx == NULL) goto err;
   n->routes = idx;
   n->routes[n->nroutes++] = r->nroutes;
+  route.index = r->nroutes;
   r->routes[r->nroutes++] = route;
   return 0;
 

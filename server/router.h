@@ -26,6 +26,7 @@
 typedef struct mp_router mp_router;
 
 typedef struct mp_route {
+  unsigned index; /* its place in declaration order */
   uint8_t method; /* llhttp_method_t */
   char *pattern;
   int handler; /* the caller's handle (a Lua registry reference) */

@@ -7,9 +7,11 @@
 #include "worker.h"
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "errors.h"
@@ -32,11 +34,16 @@ const char *mp_worker_date(mp_worker *w, size_t *len) {
 
 char *mp_worker_scratch(mp_worker *w, size_t n) {
   if (n <= w->scratch_cap) return w->scratch;
-  char *p = realloc(w->scratch, n);
+  char *p = mp_realloc(w->scratch, w->scratch_cap, n);
   if (p == NULL) return NULL;
   w->scratch = p;
   w->scratch_cap = n;
   return p;
+}
+
+static void on_log_flush(uv_check_t *h) {
+  (void)h;
+  mp_access_log_flush();
 }
 
 static void on_connection(uv_stream_t *server, int status) {
@@ -62,6 +69,8 @@ static void stop_now(mp_worker *w) {
   uv_close((uv_handle_t *)&w->drain_timer, NULL);
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
+  if (uv_is_active((uv_handle_t *)&w->log_flush))
+    uv_close((uv_handle_t *)&w->log_flush, NULL);
   mp_conn_close_all(w);
   mp_request_close_all(w);
 }
@@ -132,6 +141,7 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
   w->limits.max_headers = cfg->max_headers;
   /* Room for a whole head plus the start of what follows it. */
   w->rbuf_size = cfg->max_header_size + 4096;
+  mp_pool_init(&w->conn_pool, mp_conn_size(), 1024);
   mp_pool_init(&w->rbuf_pool, w->rbuf_size, 64);
   mp_pool_init(&w->out_pool, 16 * 1024, 64);
   signal(SIGPIPE, SIG_IGN);
@@ -148,6 +158,21 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
     return 1;
   }
   if (cfg->check) return 0;
+  if (mp_stats_init(&w->stats, mp_router_count(w->router)) != 0) {
+    fprintf(stderr, "moonport: out of memory\n");
+    return 1;
+  }
+  if (cfg->access_log != NULL) {
+    int rc = mp_access_log_open(cfg->access_log);
+    if (rc != 0) {
+      fprintf(stderr, "moonport: --access-log: cannot open '%s': %s\n",
+              cfg->access_log, strerror(-rc));
+      return 1;
+    }
+    uv_check_init(w->loop, &w->log_flush);
+    uv_check_start(&w->log_flush, on_log_flush);
+    uv_unref((uv_handle_t *)&w->log_flush);
+  }
   if (listen_on(w) != 0) return 1;
 
   uv_timer_init(w->loop, &w->drain_timer);
@@ -186,6 +211,59 @@ int mp_worker_run(mp_worker *w) {
   return 0;
 }
 
+static int put(mp_buf *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Appends printf output to out. Returns 0 or MP_NOMEM. */
+static int put(mp_buf *out, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0 || mp_buf_reserve(out, (size_t)n + 1) != 0) return MP_NOMEM;
+  va_start(ap, fmt);
+  vsnprintf(out->data + out->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  out->len += (size_t)n;
+  return 0;
+}
+
+int mp_worker_stats_json(mp_worker *w, mp_buf *out) {
+  const mp_stats *st = &w->stats;
+  int rc = put(out,
+               "{\"worker\":{\"pid\":%d,\"requests\":%llu,"
+               "\"connections\":{\"open\":%u,\"accepted\":%llu},"
+               "\"lua_heap_bytes\":%zu,\"mallocs\":%llu,"
+               "\"memory_limit_hits\":%llu},\"routes\":[",
+               (int)getpid(), (unsigned long long)st->requests, w->nconns,
+               (unsigned long long)st->accepted, mp_vm_heap_size(w->vm),
+               (unsigned long long)mp_malloc_count,
+               (unsigned long long)st->memory_limit_hits);
+  for (unsigned i = 0; rc == 0 && i < st->nroutes; i++) {
+    const mp_route *route = mp_router_route(w->router, i);
+    const mp_route_stats *r = &st->routes[i];
+    double n = r->count ? (double)r->count : 1.0;
+    char pattern[600];
+    size_t plen = mp_http1_json_string(pattern, sizeof pattern - 1,
+                                       route->pattern, strlen(route->pattern));
+    pattern[plen] = '\0';
+    rc = put(out,
+             "%s{\"method\":\"%s\",\"pattern\":%s,\"count\":%llu,"
+             "\"lua_bytes\":{\"mean\":%.1f,\"max\":%llu,\"total\":%llu},"
+             "\"c_bytes\":{\"mean\":%.1f,\"total\":%llu},"
+             "\"handler_ms\":{\"p50\":%.3f,\"p99\":%.3f}}",
+             i ? "," : "",
+             llhttp_method_name((llhttp_method_t)route->method), pattern,
+             (unsigned long long)r->count, (double)r->lua_bytes / n,
+             (unsigned long long)r->lua_max, (unsigned long long)r->lua_bytes,
+             (double)r->c_bytes / n, (unsigned long long)r->c_bytes,
+             (double)mp_stats_percentile_us(r, 0.50) / 1000.0,
+             (double)mp_stats_percentile_us(r, 0.99) / 1000.0);
+  }
+  if (rc == 0) rc = put(out, "]}");
+  return rc;
+}
+
 void mp_worker_destroy(mp_worker *w) {
   if (!w->stopped && uv_is_active((uv_handle_t *)&w->sigint)) stop_now(w);
   /* Let every close callback run before the memory goes. */
@@ -195,6 +273,9 @@ void mp_worker_destroy(mp_worker *w) {
   uv_run(w->loop, UV_RUN_DEFAULT);
   uv_loop_close(w->loop);
   mp_router_free(w->router);
+  mp_stats_free(&w->stats);
+  mp_access_log_close();
+  mp_pool_destroy(&w->conn_pool);
   mp_pool_destroy(&w->rbuf_pool);
   mp_pool_destroy(&w->out_pool);
   free(w->scratch);

@@ -14,6 +14,7 @@
 #include "http1.h"
 #include "pool.h"
 #include "router.h"
+#include "stats.h"
 
 typedef struct mp_conn mp_conn;
 typedef struct mp_request mp_request;
@@ -32,7 +33,10 @@ typedef struct mp_worker {
 
   mp_router *router;
   mp_vm *vm;
+  mp_stats stats;
+  uv_check_t log_flush; /* writes the access log once per loop turn */
 
+  mp_pool conn_pool; /* connection records */
   mp_pool rbuf_pool; /* connection read buffers */
   mp_pool out_pool;  /* first blocks of output and header buffers */
   size_t rbuf_size;
@@ -76,6 +80,9 @@ void mp_worker_conn_closed(mp_worker *w);
 
 /* The current Date line. Cheap: formats at most once per second. */
 const char *mp_worker_date(mp_worker *w, size_t *len);
+
+/* Appends the stats endpoint's JSON to out. Returns 0 or MP_NOMEM. */
+int mp_worker_stats_json(mp_worker *w, mp_buf *out);
 
 /* Grows the scratch buffer to at least n bytes; returns it or NULL. */
 char *mp_worker_scratch(mp_worker *w, size_t n);
