@@ -15,6 +15,12 @@
   mp_request *r = mp_request_from_ctx(ctx, kind);    \
   if (r == NULL) return MP_BAD_CONTEXT
 
+/* A handler past its memory limit may still hold a catching pcall: it
+ * answers nothing, so the core's 500 is what the client gets. */
+#define LOOKUP_RES(r)                                \
+  LOOKUP(r, MP_CTX_RES);                             \
+  if (r->mem_exceeded) return MP_NOMEM
+
 static const char *span_ptr(const mp_request *r, mp_span s) {
   return r->head + s.off;
 }
@@ -137,31 +143,31 @@ int mp_req_remote_addr(uint64_t ctx, const char **out) {
 }
 
 int mp_res_status(uint64_t ctx, int status) {
-  LOOKUP(r, MP_CTX_RES);
+  LOOKUP_RES(r);
   return mp_response_status(r, status);
 }
 
 int mp_res_header(uint64_t ctx, const char *name, size_t nlen,
                   const char *value, size_t vlen) {
-  LOOKUP(r, MP_CTX_RES);
+  LOOKUP_RES(r);
   return mp_response_header(r, name, nlen, value, vlen);
 }
 
 int mp_res_send(uint64_t ctx, const char *body, size_t len,
                 int json) {
-  LOOKUP(r, MP_CTX_RES);
+  LOOKUP_RES(r);
   return mp_response_send(r, body, len,
                           json ? "application/json"
                                : "text/plain; charset=utf-8");
 }
 
 int mp_res_write(uint64_t ctx, const char *data, size_t len) {
-  LOOKUP(r, MP_CTX_RES);
+  LOOKUP_RES(r);
   return mp_response_write(r, data, len);
 }
 
 int mp_res_finish(uint64_t ctx) {
-  LOOKUP(r, MP_CTX_RES);
+  LOOKUP_RES(r);
   return mp_response_finish(r);
 }
 

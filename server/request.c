@@ -358,7 +358,7 @@ static bool is_stats_request(mp_request *r, const char *path, size_t plen) {
 }
 
 static void send_stats(mp_request *r) {
-  mp_buf json = {0};
+  mp_buf json = {.pool = &r->w->out_pool};
   if (mp_worker_stats_json(r->w, &json) != 0) {
     send_error(r, 500, "out of memory", NULL, 0);
   } else {
