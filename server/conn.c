@@ -24,7 +24,13 @@
  * sending side once they are written, then reads and drops input until the
  * client closes or LINGER_MS pass, so that unread input does not make the
  * kernel reset the connection before the client has read the responses.
- * The memory is freed in the last close callback of its two handles.
+ * The memory is freed in the close callback of its handle.
+ *
+ * Time: no connection has a timer of its own. The worker sweeps every
+ * connection once a second (mp_conn_sweep) and closes those idle past
+ * --idle-timeout or lingering past LINGER_MS, so an idle connection is its
+ * record alone. Write and shutdown requests, needed only while a write is
+ * queued or the connection is closing, come from a pool too.
  */
 #include "conn.h"
 
@@ -40,13 +46,9 @@
 
 struct mp_conn {
   uv_tcp_t tcp;
-  uv_timer_t timer;
-  uv_write_t wreq;
-  uv_shutdown_t sreq;
   mp_worker *w;
   mp_conn *prev;
   mp_conn *next;
-  int open_handles;
 
   bool closing;           /* uv_close has been called */
   bool close_after_flush; /* no more requests: end once `out` is written */
@@ -64,7 +66,8 @@ struct mp_conn {
 
   mp_buf out;
   mp_buf wbuf;
-  uint64_t last_active;
+  uint64_t last_active; /* loop time of the last read or finished request */
+  uint64_t linger_since;
   char peer[INET6_ADDRSTRLEN]; /* "" until mp_conn_peer_name asks */
 };
 
@@ -183,7 +186,6 @@ static void update_reading(mp_conn *c) {
 
 static void on_close(uv_handle_t *h) {
   mp_conn *c = h->data;
-  if (--c->open_handles > 0) return;
   if (c->rbuf != NULL) mp_pool_put(&c->w->rbuf_pool, c->rbuf);
   mp_buf_release(&c->out);
   mp_buf_release(&c->wbuf);
@@ -206,7 +208,6 @@ static void conn_close(mp_conn *c) {
   if (c->next != NULL) c->next->prev = c->prev;
   w->nconns--;
   uv_close((uv_handle_t *)&c->tcp, on_close);
-  uv_close((uv_handle_t *)&c->timer, on_close);
   mp_worker_conn_closed(w);
 }
 
@@ -230,28 +231,27 @@ void mp_conn_close_all(mp_worker *w) {
   while (w->conns != NULL) conn_close(w->conns);
 }
 
-static void on_timer(uv_timer_t *t) {
-  mp_conn *c = t->data;
-  uint64_t timeout = c->w->cfg->idle_timeout_ms;
-  if (c->lingering) {
-    conn_close(c);
-    return;
+void mp_conn_sweep(mp_worker *w) {
+  uint64_t now = uv_now(w->loop);
+  uint64_t timeout = w->cfg->idle_timeout_ms;
+  mp_conn *c = w->conns;
+  while (c != NULL) {
+    mp_conn *next = c->next; /* conn_close unlinks c */
+    if (c->lingering) {
+      if (now - c->linger_since >= LINGER_MS) conn_close(c);
+    } else if (handler_running(c) || c->writing) {
+      /* Time in a handler or waiting on a write is not idle time. */
+      c->last_active = now;
+    } else if (now - c->last_active >= timeout) {
+      conn_close(c);
+    }
+    c = next;
   }
-  /* Time spent in a handler or waiting on a write is not idle time. */
-  if (handler_running(c) || c->writing) {
-    c->last_active = uv_now(c->w->loop);
-    uv_timer_start(&c->timer, on_timer, timeout, 0);
-    return;
-  }
-  uint64_t idle = uv_now(c->w->loop) - c->last_active;
-  if (idle >= timeout)
-    conn_close(c);
-  else
-    uv_timer_start(&c->timer, on_timer, timeout - idle, 0);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
   mp_conn *c = req->data;
+  mp_pool_put(&c->w->req_pool, req);
   if (c->closing) return;
   if (status < 0 || c->eof) conn_close(c);
 }
@@ -264,9 +264,15 @@ static void begin_shutdown(mp_conn *c) {
     mp_request_release(c->req);
     c->req = NULL;
   }
-  uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
-  c->sreq.data = c;
-  if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+  c->linger_since = uv_now(c->w->loop);
+  uv_shutdown_t *sreq = mp_pool_get(&c->w->req_pool);
+  if (sreq == NULL) {
+    conn_close(c);
+    return;
+  }
+  sreq->data = c;
+  if (uv_shutdown(sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+    mp_pool_put(&c->w->req_pool, sreq);
     conn_close(c);
     return;
   }
@@ -275,6 +281,7 @@ static void begin_shutdown(mp_conn *c) {
 
 static void on_write(uv_write_t *req, int status) {
   mp_conn *c = req->data;
+  mp_pool_put(&c->w->req_pool, req);
   c->writing = false;
   c->wbuf.len = 0;
   if (c->closing) return;
@@ -314,9 +321,15 @@ void mp_conn_flush(mp_conn *c) {
   c->out = tmp;
   c->out.len = 0;
   b = uv_buf_init(c->wbuf.data + n, (unsigned)(c->wbuf.len - (size_t)n));
-  c->wreq.data = c;
-  int rc = uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
+  uv_write_t *wreq = mp_pool_get(&c->w->req_pool);
+  if (wreq == NULL) {
+    conn_close(c);
+    return;
+  }
+  wreq->data = c;
+  int rc = uv_write(wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
   if (rc != 0) {
+    mp_pool_put(&c->w->req_pool, wreq);
     conn_close(c);
     return;
   }
@@ -463,15 +476,11 @@ void mp_conn_accept(mp_worker *w) {
   c->w = w;
   uv_tcp_init(w->loop, &c->tcp);
   c->tcp.data = c;
-  c->open_handles = 1;
   if (uv_accept((uv_stream_t *)&w->listener, (uv_stream_t *)&c->tcp) != 0) {
     uv_close((uv_handle_t *)&c->tcp, on_close);
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
-  uv_timer_init(w->loop, &c->timer);
-  c->timer.data = c;
-  c->open_handles = 2;
   mp_http1_init(&c->h1, &w->limits, on_body, c);
   c->out.pool = &w->out_pool;
   c->wbuf.pool = &w->out_pool;
@@ -480,7 +489,6 @@ void mp_conn_accept(mp_worker *w) {
   w->conns = c;
   w->nconns++;
   c->last_active = uv_now(w->loop);
-  uv_timer_start(&c->timer, on_timer, w->cfg->idle_timeout_ms, 0);
   update_reading(c);
 }
 

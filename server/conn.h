@@ -14,6 +14,10 @@
 /* The size of a connection record (for the worker's pool). */
 size_t mp_conn_size(void);
 
+/* Closes the connections idle past --idle-timeout or lingering too long.
+ * The worker calls it once a second. */
+void mp_conn_sweep(mp_worker *w);
+
 /* Accepts one pending connection on w's listener. */
 void mp_conn_accept(mp_worker *w);
 

@@ -41,6 +41,8 @@ char *mp_worker_scratch(mp_worker *w, size_t n) {
   return p;
 }
 
+static void on_sweep(uv_timer_t *t) { mp_conn_sweep(t->data); }
+
 static void on_log_flush(uv_check_t *h) {
   (void)h;
   mp_access_log_flush();
@@ -67,6 +69,7 @@ static void stop_now(mp_worker *w) {
   uv_close((uv_handle_t *)&w->sigint, NULL);
   uv_close((uv_handle_t *)&w->sigterm, NULL);
   uv_close((uv_handle_t *)&w->drain_timer, NULL);
+  uv_close((uv_handle_t *)&w->sweep_timer, NULL);
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
   if (uv_is_active((uv_handle_t *)&w->log_flush))
@@ -142,6 +145,10 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
   /* Room for a whole head plus the start of what follows it. */
   w->rbuf_size = cfg->max_header_size + 4096;
   mp_pool_init(&w->conn_pool, mp_conn_size(), 1024);
+  mp_pool_init(&w->req_pool,
+               sizeof(uv_write_t) > sizeof(uv_shutdown_t) ? sizeof(uv_write_t)
+                                                          : sizeof(uv_shutdown_t),
+               256);
   mp_pool_init(&w->rbuf_pool, w->rbuf_size, 64);
   mp_pool_init(&w->out_pool, 16 * 1024, 64);
   signal(SIGPIPE, SIG_IGN);
@@ -177,6 +184,11 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
 
   uv_timer_init(w->loop, &w->drain_timer);
   w->drain_timer.data = w;
+  /* The sweep needs no finer grain: timeouts are whole seconds or more. */
+  uv_timer_init(w->loop, &w->sweep_timer);
+  w->sweep_timer.data = w;
+  uv_timer_start(&w->sweep_timer, on_sweep, 1000, 1000);
+  uv_unref((uv_handle_t *)&w->sweep_timer);
   uv_signal_init(w->loop, &w->sigint);
   uv_signal_init(w->loop, &w->sigterm);
   w->sigint.data = w->sigterm.data = w;
@@ -276,6 +288,7 @@ void mp_worker_destroy(mp_worker *w) {
   mp_stats_free(&w->stats);
   mp_access_log_close();
   mp_pool_destroy(&w->conn_pool);
+  mp_pool_destroy(&w->req_pool);
   mp_pool_destroy(&w->rbuf_pool);
   mp_pool_destroy(&w->out_pool);
   free(w->scratch);

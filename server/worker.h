@@ -28,6 +28,7 @@ typedef struct mp_worker {
   uv_signal_t sigint;
   uv_signal_t sigterm;
   uv_timer_t drain_timer;
+  uv_timer_t sweep_timer; /* connection timeouts, once a second */
   bool stopping; /* draining: no new connections, none kept alive */
   bool stopped;  /* every handle of the worker is closing */
 
@@ -37,6 +38,7 @@ typedef struct mp_worker {
   uv_check_t log_flush; /* writes the access log once per loop turn */
 
   mp_pool conn_pool; /* connection records */
+  mp_pool req_pool;  /* uv_write_t and uv_shutdown_t, while in flight */
   mp_pool rbuf_pool; /* connection read buffers */
   mp_pool out_pool;  /* first blocks of output and header buffers */
   size_t rbuf_size;
