@@ -289,8 +289,7 @@ static void on_write(uv_write_t *req, int status) {
     conn_close(c);
     return;
   }
-  /* Keep one pooled block for the next response; give back the rest. */
-  if (c->wbuf.cap > c->w->out_pool.block_size) mp_buf_release(&c->wbuf);
+  mp_buf_release(&c->wbuf);
   conn_process(c);
 }
 
@@ -303,8 +302,9 @@ void mp_conn_flush(mp_conn *c) {
   uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
   int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
   if (n == (int)c->out.len) {
-    c->out.len = 0;
-    if (c->out.cap > c->w->out_pool.block_size) mp_buf_release(&c->out);
+    /* Nothing pending: the block goes back to the pool, so an idle
+     * connection holds no buffer. */
+    mp_buf_release(&c->out);
     if (c->close_after_flush)
       begin_shutdown(c);
     else

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -150,7 +151,7 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
                                                           : sizeof(uv_shutdown_t),
                256);
   mp_pool_init(&w->rbuf_pool, w->rbuf_size, 64);
-  mp_pool_init(&w->out_pool, 16 * 1024, 64);
+  mp_pool_init(&w->out_pool, 16 * 1024, 256);
   signal(SIGPIPE, SIG_IGN);
 
   char err[1024];
@@ -197,6 +198,28 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
   return 0;
 }
 
+/* Startup touched code all over the shared libraries, and the kernel maps
+ * 64 KiB around every page touched. Unmap the code pages (read-only
+ * executable file mappings: nothing private can be lost) and ask for no
+ * read-around, so the worker holds only the code it goes on to use. The
+ * pages stay in the page cache; a page needed again is mapped back on its
+ * first use. Only r-xp mappings qualify: relocated data (RELRO) is
+ * read-only too, but private, and would revert to the file's bytes. */
+static void release_startup_code(void) {
+  FILE *maps = fopen("/proc/self/maps", "r");
+  if (maps == NULL) return;
+  char line[512];
+  while (fgets(line, sizeof line, maps) != NULL) {
+    unsigned long start, end;
+    char perms[5];
+    if (sscanf(line, "%lx-%lx %4s", &start, &end, perms) != 3) continue;
+    if (strcmp(perms, "r-xp") != 0 || strchr(line, '/') == NULL) continue;
+    madvise((void *)start, end - start, MADV_RANDOM);
+    madvise((void *)start, end - start, MADV_DONTNEED);
+  }
+  fclose(maps);
+}
+
 int mp_worker_run(mp_worker *w) {
   struct sockaddr_storage addr;
   int len = sizeof addr;
@@ -219,6 +242,7 @@ int mp_worker_run(mp_worker *w) {
          w->cfg->app);
   fflush(stdout);
 
+  release_startup_code();
   uv_run(w->loop, UV_RUN_DEFAULT);
   return 0;
 }
