@@ -80,29 +80,26 @@ mp_buf *mp_conn_out(mp_conn *c) { return &c->out; }
 
 void mp_conn_close_after_flush(mp_conn *c) { c->close_after_flush = true; }
 
-int mp_conn_peer(mp_conn *c, char *out, size_t cap) {
-  struct sockaddr_storage addr;
-  int len = sizeof addr;
-  int rc = uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len);
-  if (rc != 0) return rc;
-  if (addr.ss_family == AF_INET6)
-    rc = uv_ip6_name((struct sockaddr_in6 *)&addr, out, cap);
-  else
-    rc = uv_ip4_name((struct sockaddr_in *)&addr, out, cap);
-  return rc != 0 ? rc : (int)strlen(out);
+static int peer_addr(mp_conn *c, struct sockaddr_storage *addr) {
+  int len = sizeof *addr;
+  return uv_tcp_getpeername(&c->tcp, (struct sockaddr *)addr, &len);
 }
 
 const char *mp_conn_peer_name(mp_conn *c) {
-  if (c->peer[0] == '\0' && mp_conn_peer(c, c->peer, sizeof c->peer) < 0)
-    strcpy(c->peer, "-");
+  if (c->peer[0] != '\0') return c->peer;
+  struct sockaddr_storage addr;
+  int rc = peer_addr(c, &addr);
+  if (rc == 0 && addr.ss_family == AF_INET6)
+    rc = uv_ip6_name((struct sockaddr_in6 *)&addr, c->peer, sizeof c->peer);
+  else if (rc == 0)
+    rc = uv_ip4_name((struct sockaddr_in *)&addr, c->peer, sizeof c->peer);
+  if (rc != 0) strcpy(c->peer, "-");
   return c->peer;
 }
 
 bool mp_conn_is_loopback(mp_conn *c) {
   struct sockaddr_storage addr;
-  int len = sizeof addr;
-  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0)
-    return false;
+  if (peer_addr(c, &addr) != 0) return false;
   if (addr.ss_family == AF_INET) {
     const struct sockaddr_in *a = (const struct sockaddr_in *)&addr;
     return (ntohl(a->sin_addr.s_addr) >> 24) == 127;

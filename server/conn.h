@@ -43,11 +43,8 @@ void mp_conn_request_done(mp_conn *c);
 /* The connection must close once what is queued has been written. */
 void mp_conn_close_after_flush(mp_conn *c);
 
-/* The peer's address as text ("127.0.0.1", "::1"); returns its length, or
- * a negative libuv error. */
-int mp_conn_peer(mp_conn *c, char *out, size_t cap);
-
-/* The same, looked up once per connection and kept; "-" when unknown. */
+/* The peer's address as text ("127.0.0.1", "::1"), looked up once per
+ * connection and kept; "-" when unknown. */
 const char *mp_conn_peer_name(mp_conn *c);
 
 /* True when the peer is on this machine (127.0.0.0/8 or ::1). */

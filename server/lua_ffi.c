@@ -135,11 +135,9 @@ int mp_req_body(uint64_t ctx, const char **out) {
 
 int mp_req_remote_addr(uint64_t ctx, const char **out) {
   LOOKUP(r, MP_CTX_REQ);
-  char *dst = mp_worker_scratch(r->w, 64);
-  if (dst == NULL) return MP_NOMEM;
-  int n = mp_conn_peer(r->conn, dst, 64);
-  *out = dst;
-  return n;
+  *out = mp_conn_peer_name(r->conn);
+  if (strcmp(*out, "-") == 0) return MP_NOT_FOUND;
+  return (int)strlen(*out);
 }
 
 int mp_res_status(uint64_t ctx, int status) {
