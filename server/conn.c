@@ -189,14 +189,19 @@ static void on_close(uv_handle_t *h) {
   mp_pool_put(&c->w->conn_pool, c);
 }
 
+/* Lets go of the request in progress, whatever its state: a suspended
+ * handler is abandoned, never resumed. */
+static void drop_request(mp_conn *c) {
+  if (c->req == NULL) return;
+  mp_request_abort(c->req);
+  mp_request_release(c->req);
+  c->req = NULL;
+}
+
 static void conn_close(mp_conn *c) {
   if (c->closing) return;
   c->closing = true;
-  if (c->req != NULL) {
-    mp_request_abort(c->req);
-    mp_request_release(c->req);
-    c->req = NULL;
-  }
+  drop_request(c);
   mp_worker *w = c->w;
   if (c->prev != NULL)
     c->prev->next = c->next;
@@ -256,11 +261,7 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
 static void begin_shutdown(mp_conn *c) {
   if (c->lingering || c->closing) return;
   c->lingering = true;
-  if (c->req != NULL) {
-    mp_request_abort(c->req);
-    mp_request_release(c->req);
-    c->req = NULL;
-  }
+  drop_request(c);
   c->linger_since = uv_now(c->w->loop);
   uv_shutdown_t *sreq = mp_pool_get(&c->w->req_pool);
   if (sreq == NULL) {
@@ -346,10 +347,7 @@ static void protocol_error(mp_conn *c) {
     snprintf(text, sizeof text, "bad request: %s", why);
   else
     snprintf(text, sizeof text, "%s", why);
-  if (c->req != NULL) {
-    mp_request_release(c->req);
-    c->req = NULL;
-  }
+  drop_request(c);
   int n = mp_response_error_to(c->w, &c->out, c->h1.status, text, true, NULL, 0);
   c->close_after_flush = true;
   c->w->stats.requests++;
