@@ -1,0 +1,335 @@
+#!/usr/bin/python3
+"""Write RESULTS.md and the chart's data from one run's raw figures.
+
+  report.py --work DIR --csv FILE --out FILE --csv-name results.csv
+            --png-name results.png --servers S1,S2,.. --scenarios N1,N2,..
+
+--csv is the per-round CSV to read; --csv-name and --png-name are the
+names RESULTS.md links to (files beside it).
+
+DIR holds what bench/run gathered: meta.tsv (key TAB value, in order),
+startup.txt ("SERVER MS,MS,.."), memory.txt ("SERVER idle_kb=.. ..").
+The chart's data goes to DIR/chart.dat for bench/lib/chart.gp."""
+
+import argparse
+import csv
+import os
+import statistics
+from collections import defaultdict
+
+ROUTE_PATH = {"hello": "/hello", "users": "/users/42"}
+
+# At or above this, wrk's core was saturated: the load generator may have
+# set the pace, and the server's figure is then a lower bound.
+WRK_BOUND_PCT = 95
+WRK_BOUND_NOTE = (f"\\* wrk's core (CPU 1) was at least {WRK_BOUND_PCT}% busy: the "
+                  "load generator may have set the pace, so this figure is a lower "
+                  "bound for the server, and a ratio involving it is uncertain.")
+
+
+def read_meta(path):
+    meta = []
+    with open(path) as f:
+        for line in f:
+            key, _, value = line.rstrip("\n").partition("\t")
+            meta.append((key, value))
+    return meta
+
+
+def read_rounds(path):
+    """{(scenario, server): [row, ...]} in round order."""
+    rounds = defaultdict(list)
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            rounds[(row["scenario"], row["server"])].append(row)
+    return rounds
+
+
+def read_kv_lines(path):
+    """{server: {key: value}} from lines "SERVER k=v k=v"."""
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            server, *pairs = line.split()
+            out[server] = dict(p.split("=", 1) for p in pairs)
+    return out
+
+
+def read_startup(path):
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            server, samples = line.split()
+            out[server] = [float(x) for x in samples.split(",")]
+    return out
+
+
+def rate(x):
+    return f"{x:,.0f}"
+
+
+def median_rate(st):
+    """The median req/s, starred when the load generator may have capped it."""
+    return rate(st["median"]) + ("\\*" if st["wrk_core"] >= WRK_BOUND_PCT else "")
+
+
+def ms(us):
+    return f"{us / 1000:.3f}"
+
+
+def scenario_title(name, rows):
+    route = name.split("-")[0]
+    first = rows[0]
+    depth = int(first["pipeline"])
+    shape = f"{first['connections']} connections"
+    if depth > 1:
+        shape += f", {depth} requests pipelined per write"
+    return f"GET {ROUTE_PATH[route]}, {shape}"
+
+
+def summarize(rows):
+    rps = [float(r["rps"]) for r in rows]
+    errors = sum(int(r[k]) for r in rows for k in r if k.startswith("errors_"))
+    return {
+        "median": statistics.median(rps),
+        "min": min(rps),
+        "max": max(rps),
+        "p50": statistics.median(float(r["p50_us"]) for r in rows),
+        "p99": statistics.median(float(r["p99_us"]) for r in rows),
+        "errors": errors,
+        "rounds": len(rows),
+        "server_core": statistics.median(float(r["server_core_busy_pct"]) for r in rows),
+        "wrk_core": statistics.median(float(r["wrk_core_busy_pct"]) for r in rows),
+        "other_cpu": statistics.median(float(r["other_cpu_pct"]) for r in rows),
+    }
+
+
+def throughput_section(scenarios, servers, rounds):
+    lines = []
+    stats = {}
+    for name in scenarios:
+        for server in servers:
+            rows = rounds.get((name, server))
+            if rows:
+                stats[(name, server)] = summarize(rows)
+    present = [s for s in servers if any((n, s) in stats for n in scenarios)]
+
+    lines += ["## Requests per second", "",
+              "Median over the rounds; the second table is moonport's median "
+              "divided by each server's (above 1: moonport served more).", ""]
+    lines.append("| scenario | " + " | ".join(present) + " |")
+    lines.append("| --- |" + " ---: |" * len(present))
+    for name in scenarios:
+        cells = [median_rate(stats[(name, s)]) if (name, s) in stats else "-"
+                 for s in present]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append("")
+    if any(st["wrk_core"] >= WRK_BOUND_PCT for st in stats.values()):
+        lines += [WRK_BOUND_NOTE, ""]
+    peers = [s for s in present if s != "moonport"]
+    if peers:
+        lines.append("| moonport / server | " + " | ".join(peers) + " |")
+        lines.append("| --- |" + " ---: |" * len(peers))
+        for name in scenarios:
+            base = stats.get((name, "moonport"))
+            cells = [f"{base['median'] / stats[(name, s)]['median']:.2f}"
+                     if base and (name, s) in stats else "-" for s in peers]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+
+    lines += ["In the tables below, every figure is the median over the rounds: "
+              "p50 and p99 are each round's latency percentiles (wrk, per "
+              "request); CPU 0 busy is the share of the servers' core in use "
+              "(processes and the kernel's network work), CPU 1 busy the same "
+              "for wrk's core: near 100 on CPU 1 but not on CPU 0 means the "
+              "load generator, not the server, set the pace. Other load is the "
+              "CPU time of every other process on the machine plus time taken "
+              "by the hypervisor (steal), in % of one CPU: the noise. Errors "
+              "are wrk's socket errors and non-2xx answers, summed over the "
+              "rounds.", ""]
+    for name in scenarios:
+        rows = [(s, stats[(name, s)]) for s in present if (name, s) in stats]
+        if not rows:
+            continue
+        pipelined = int(rounds[(name, rows[0][0])][0]["pipeline"]) > 1
+        lines += [f"### {name}: {scenario_title(name, rounds[(name, rows[0][0])])}", ""]
+        head = "| server | median req/s | moonport / server |"
+        rule = "| --- | ---: | ---: |"
+        if not pipelined:
+            head += " p50 ms | p99 ms |"
+            rule += " ---: | ---: |"
+        head += " min - max req/s | CPU 0 busy % | CPU 1 busy % | other load % | errors |"
+        rule += " ---: | ---: | ---: | ---: | ---: |"
+        lines += [head, rule]
+        base = stats.get((name, "moonport"))
+        for server, st in rows:
+            ratio = f"{base['median'] / st['median']:.2f}" if base else "-"
+            cells = [server, median_rate(st), ratio]
+            if not pipelined:
+                cells += [ms(st["p50"]), ms(st["p99"])]
+            cells += [f"{rate(st['min'])} - {rate(st['max'])}", f"{st['server_core']:.0f}",
+                      f"{st['wrk_core']:.0f}", f"{st['other_cpu']:.0f}", str(st["errors"])]
+            lines.append("| " + " | ".join(cells) + " |")
+        if any(st["wrk_core"] >= WRK_BOUND_PCT for _, st in rows):
+            lines += ["", WRK_BOUND_NOTE]
+        if pipelined:
+            lines += ["", "Latency is not shown: with pipelining wrk records one "
+                      "sample per batch of requests, not per request."]
+        lines.append("")
+    return lines, stats, present
+
+
+def startup_section(startup):
+    if not startup:
+        return []
+    lines = ["## Start to first answer", "",
+             "Wall time from just before the exec to the first 200 on "
+             "GET /users/42 (moonport with scripts/api.lua), process pinned to "
+             "CPU 0; median of the runs.", "",
+             "| server | median ms | min ms | max ms | runs | samples (ms) |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for server, samples in startup.items():
+        lines.append(f"| {server} | {statistics.median(samples):.1f} | {min(samples):.1f} "
+                     f"| {max(samples):.1f} | {len(samples)} | "
+                     + ", ".join(f"{x:.1f}" for x in samples) + " |")
+    return lines + [""]
+
+
+def memory_section(memory):
+    if not memory:
+        return []
+    count = next(iter(memory.values()))["count"]
+    lines = ["## Memory", "",
+             f"VmRSS of a fresh server (moonport with scripts/api.lua) after 100 "
+             f"requests on one connection (idle), then with {int(count):,} idle "
+             f"keep-alive connections open (each sent one GET /users/42 and read "
+             f"its answer), then after they closed. For nginx, master and worker "
+             f"together. 1 MiB = 1024 KiB.", "",
+             "| server | idle RSS MiB | RSS with connections MiB | bytes per idle connection "
+             "| RSS after closing MiB | connections still open |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for server, m in memory.items():
+        idle, opened, closed = (int(m[k]) for k in ("idle_kb", "open_kb", "closed_kb"))
+        per_conn = (opened - idle) * 1024 / int(m["count"])
+        lines.append(f"| {server} | {idle / 1024:.1f} | {opened / 1024:.1f} | "
+                     f"{per_conn:,.0f} | {closed / 1024:.1f} | "
+                     f"{int(m['still_open']):,} of {int(m['count']):,} |")
+    return lines + [""]
+
+
+def targets_section(stats, startup):
+    """The speed targets moonport holds itself to, each with its verdict."""
+    def ratio(scenario, peer, key="median"):
+        a, b = stats.get((scenario, "moonport")), stats.get((scenario, peer))
+        if not a or not b:
+            return None
+        return a[key] / b[key] if key == "median" else b[key] / a[key]
+
+    def bound(scenario):
+        st = stats.get((scenario, "moonport"))
+        return st is not None and st["wrk_core"] >= WRK_BOUND_PCT
+
+    rows = []
+
+    def add(target, value, goal, shown, scenario=None):
+        if value is None:
+            return
+        verdict = "met" if value >= goal else "not met"
+        if verdict == "not met" and scenario and bound(scenario):
+            verdict += " (wrk-bound\\*)"
+        rows.append(f"| {target} | {shown} | {verdict} |")
+
+    add("`/hello`, 32 connections: ≥ 1.2× OpenResty", ratio("hello-32", "openresty"), 1.2,
+        f"{ratio('hello-32', 'openresty') or 0:.2f}×", "hello-32")
+    add("`/users/42`, 32 connections: ≥ 1.2× OpenResty", ratio("users-32", "openresty"), 1.2,
+        f"{ratio('users-32', 'openresty') or 0:.2f}×", "users-32")
+    add("16 pipelined `/hello` per connection: ≥ 5× OpenResty",
+        ratio("hello-pipeline", "openresty"), 5, f"{ratio('hello-pipeline', 'openresty') or 0:.2f}×")
+    add("16 pipelined `/users/42` per connection: ≥ 5× OpenResty",
+        ratio("users-pipeline", "openresty"), 5, f"{ratio('users-pipeline', 'openresty') or 0:.2f}×")
+    for scenario in ("hello-32", "users-32"):
+        r = ratio(scenario, "openresty", "p99")
+        if r is not None:
+            mp = stats[(scenario, "moonport")]["p99"]
+            orr = stats[(scenario, "openresty")]["p99"]
+            add(f"p99 at 32 connections ({scenario}) ≤ OpenResty's", r, 1,
+                f"{ms(mp)} ms against {ms(orr)} ms")
+    for peer, goal in (("node", 3), ("fastapi", 30)):
+        r = ratio("hello-32", peer)
+        add(f"`/hello`, 32 connections: ≥ {goal}× {peer}, requests per second", r, goal,
+            f"{r or 0:.2f}×", "hello-32")
+        r = ratio("hello-32", peer, "p99")
+        add(f"`/hello`, 32 connections: ≥ {goal}× {peer}, read as p99 latency", r, goal,
+            f"{r or 0:.2f}× lower")
+    if "moonport" in startup:
+        first = statistics.median(startup["moonport"])
+        add("first answered request ≤ 50 ms after start", 50 / first, 1, f"{first:.1f} ms")
+    if not rows:
+        return []
+    return ["## Targets", "",
+            "The speed targets of the benchmark issue, checked against this run's "
+            "medians. A target marked wrk-bound was measured while the load "
+            "generator's core was saturated: every efficient server then gets "
+            "the same figure (see the note under the first table), so the ratio "
+            "says more about wrk than about the servers; the CPU and instruction "
+            "figures below compare the servers' own work.", "",
+            "| target | this run | verdict |", "| --- | --- | --- |"] + rows + [""]
+
+
+def profile_section(path):
+    """bench/profile/PROFILE.md, when bench/profile/callgrind.sh has made it."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [f.read().rstrip(), ""]
+
+
+def write_chart_data(path, scenarios, present, stats):
+    with open(path, "w") as f:
+        f.write("scenario " + " ".join(present) + "\n")
+        for name in scenarios:
+            cells = [f"{stats[(name, s)]['median']:.0f}" if (name, s) in stats else "-"
+                     for s in present]
+            f.write(name + " " + " ".join(cells) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    for opt in ("--work", "--csv", "--out", "--csv-name", "--png-name", "--servers",
+                "--scenarios"):
+        parser.add_argument(opt, required=True)
+    args = parser.parse_args()
+    servers = args.servers.split(",")
+    scenarios = args.scenarios.split(",")
+
+    meta = read_meta(os.path.join(args.work, "meta.tsv"))
+    rounds = read_rounds(args.csv)
+    startup = read_startup(os.path.join(args.work, "startup.txt"))
+    memory = read_kv_lines(os.path.join(args.work, "memory.txt"))
+
+    lines = ["# moonport benchmark results", ""]
+    lines += ["| | |", "| --- | --- |"]
+    lines += [f"| {k} | {v} |" for k, v in meta]
+    lines.append("")
+    body, stats, present = throughput_section(scenarios, servers, rounds)
+    if stats:
+        lines += [f"![median requests per second]({args.png_name})", ""]
+        write_chart_data(os.path.join(args.work, "chart.dat"), scenarios, present, stats)
+    lines += targets_section(stats, startup)
+    lines += body
+    lines += startup_section(startup)
+    lines += memory_section(memory)
+    lines += profile_section(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                          "..", "profile", "PROFILE.md"))
+    lines += [f"Raw per-round figures: [{args.csv_name}]({args.csv_name}). "
+              "How the figures are taken: bench/README.md.", ""]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
