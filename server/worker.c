@@ -198,26 +198,38 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
   return 0;
 }
 
-/* Startup touched code all over the shared libraries, and the kernel maps
- * 64 KiB around every page touched. Unmap the code pages (read-only
- * executable file mappings: nothing private can be lost) and ask for no
- * read-around, so the worker holds only the code it goes on to use. The
- * pages stay in the page cache; a page needed again is mapped back on its
- * first use. Only r-xp mappings qualify: relocated data (RELRO) is
- * read-only too, but private, and would revert to the file's bytes. */
-static void release_startup_code(void) {
-  FILE *maps = fopen("/proc/self/maps", "r");
-  if (maps == NULL) return;
+/* Startup touched code and symbol tables all over the shared libraries
+ * (the dynamic linker reads the latter once), and the kernel maps 64 KiB
+ * around every page touched. Unmap those pages from every read-only file
+ * mapping that holds no private copy of a page (Anonymous: 0 in smaps: the
+ * RELRO part of a library was written while relocating, so it does and is
+ * kept), and ask for no read-ahead. Nothing is lost: the pages stay in the
+ * page cache and come back on first use. */
+static void release_startup_pages(void) {
+  FILE *smaps = fopen("/proc/self/smaps", "r");
+  if (smaps == NULL) return;
   char line[512];
-  while (fgets(line, sizeof line, maps) != NULL) {
-    unsigned long start, end;
+  unsigned long start = 0, end = 0;
+  bool candidate = false;
+  while (fgets(line, sizeof line, smaps) != NULL) {
+    unsigned long a, b;
     char perms[5];
-    if (sscanf(line, "%lx-%lx %4s", &start, &end, perms) != 3) continue;
-    if (strcmp(perms, "r-xp") != 0 || strchr(line, '/') == NULL) continue;
-    madvise((void *)start, end - start, MADV_RANDOM);
-    madvise((void *)start, end - start, MADV_DONTNEED);
+    if (sscanf(line, "%lx-%lx %4s", &a, &b, perms) == 3) {
+      start = a;
+      end = b;
+      candidate = perms[1] == '-' && perms[3] == 'p' && strchr(line, '/') != NULL;
+      continue;
+    }
+    unsigned long anon;
+    if (candidate && sscanf(line, "Anonymous: %lu kB", &anon) == 1) {
+      if (anon == 0) {
+        madvise((void *)start, end - start, MADV_RANDOM);
+        madvise((void *)start, end - start, MADV_DONTNEED);
+      }
+      candidate = false;
+    }
   }
-  fclose(maps);
+  fclose(smaps);
 }
 
 int mp_worker_run(mp_worker *w) {
@@ -242,7 +254,7 @@ int mp_worker_run(mp_worker *w) {
          w->cfg->app);
   fflush(stdout);
 
-  release_startup_code();
+  release_startup_pages();
   uv_run(w->loop, UV_RUN_DEFAULT);
   return 0;
 }

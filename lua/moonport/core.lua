@@ -49,6 +49,25 @@ int mp_res_finish(uint64_t ctx);
 int mp_sleep(double ms);
 ]]
 
+-- Every C function, looked up once now: the lookups walk the symbol tables
+-- of every loaded library, and that is startup's work, not a request's.
+local mp_req_body = C.mp_req_body
+local mp_req_header = C.mp_req_header
+local mp_req_header_at = C.mp_req_header_at
+local mp_req_header_count = C.mp_req_header_count
+local mp_req_method = C.mp_req_method
+local mp_req_param_at = C.mp_req_param_at
+local mp_req_param_count = C.mp_req_param_count
+local mp_req_query = C.mp_req_query
+local mp_req_remote_addr = C.mp_req_remote_addr
+local mp_req_target = C.mp_req_target
+local mp_res_finish = C.mp_res_finish
+local mp_res_header = C.mp_res_header
+local mp_res_send = C.mp_res_send
+local mp_res_status = C.mp_res_status
+local mp_res_write = C.mp_res_write
+local mp_sleep = C.mp_sleep
+
 -- Return codes (server/errors.h).
 local MP_DECLINED = -30002
 local MP_BAD_CONTEXT = -30003
@@ -82,13 +101,13 @@ local req_methods = {}
 local req_fields = {}
 
 local function target(self, which)
-  local n = C.mp_req_target(self, which, out)
+  local n = mp_req_target(self, which, out)
   if n < 0 then fail(n, "req") end
   return ffi_string(out[0], n)
 end
 
 function req_fields.method(self)
-  local n = C.mp_req_method(self, out)
+  local n = mp_req_method(self, out)
   if n < 0 then fail(n, "req.method") end
   return ffi_string(out[0], n)
 end
@@ -98,7 +117,7 @@ function req_fields.query_string(self) return target(self, 1) end
 function req_fields.target(self) return target(self, 2) end
 
 function req_fields.remote_addr(self)
-  local n = C.mp_req_remote_addr(self, out)
+  local n = mp_req_remote_addr(self, out)
   if n == MP_BAD_CONTEXT then fail(n, "req.remote_addr") end
   if n < 0 then return nil end
   return ffi_string(out[0], n)
@@ -106,11 +125,11 @@ end
 
 -- A new table on each use: keep it in a local.
 function req_fields.params(self)
-  local count = C.mp_req_param_count(self)
+  local count = mp_req_param_count(self)
   if count < 0 then fail(count, "req.params") end
   local params = {}
   for i = 0, count - 1 do
-    local n = C.mp_req_param_at(self, i, out2, out)
+    local n = mp_req_param_at(self, i, out2, out)
     if n < 0 then fail(n, "req.params") end
     params[ffi_string(out2[0])] = ffi_string(out[0], n)
   end
@@ -122,7 +141,7 @@ end
 -- @usage local ua = req:header("User-Agent")
 function req_methods.header(self, name)
   if type(name) ~= "string" then error("req:header: name must be a string", 2) end
-  local n = C.mp_req_header(self, name, #name, out)
+  local n = mp_req_header(self, name, #name, out)
   if n == MP_NOT_FOUND then return nil end
   if n < 0 then fail(n, "req:header") end
   return ffi_string(out[0], n)
@@ -131,11 +150,11 @@ end
 --- All request headers as a table of lower-case names to values.
 -- @usage for name, value in pairs(req:headers()) do ... end
 function req_methods.headers(self)
-  local count = C.mp_req_header_count(self)
+  local count = mp_req_header_count(self)
   if count < 0 then fail(count, "req:headers") end
   local headers = {}
   for i = 0, count - 1 do
-    local n = C.mp_req_header_at(self, i, out2, outlen, out)
+    local n = mp_req_header_at(self, i, out2, outlen, out)
     if n < 0 then fail(n, "req:headers") end
     local name = ffi_string(out2[0], outlen[0]):lower()
     local value = ffi_string(out[0], n)
@@ -149,7 +168,7 @@ end
 -- @usage local q = req:query("q")
 function req_methods.query(self, name)
   if type(name) ~= "string" then error("req:query: name must be a string", 2) end
-  local n = C.mp_req_query(self, name, #name, out)
+  local n = mp_req_query(self, name, #name, out)
   if n == MP_NOT_FOUND then return nil end
   if n < 0 then fail(n, "req:query") end
   return ffi_string(out[0], n)
@@ -158,7 +177,7 @@ end
 --- The whole request body as a string ("" when there is none).
 -- @usage local raw = req:body()
 function req_methods.body(self)
-  local n = C.mp_req_body(self, out)
+  local n = mp_req_body(self, out)
   if n < 0 then fail(n, "req:body") end
   return ffi_string(out[0], n)
 end
@@ -166,7 +185,7 @@ end
 --- The body decoded as JSON; nil and a message when it is not JSON.
 -- @usage local doc, err = req:json()
 function req_methods.json(self)
-  local n = C.mp_req_body(self, out)
+  local n = mp_req_body(self, out)
   if n < 0 then fail(n, "req:json") end
   local ok, value = pcall(cjson.decode, ffi_string(out[0], n))
   if not ok then return nil, "invalid JSON: " .. tostring(value) end
@@ -183,7 +202,7 @@ function Res:status(code)
   if type(code) ~= "number" or code % 1 ~= 0 then
     error("res:status: code must be an integer", 2)
   end
-  local rc = C.mp_res_status(self, code)
+  local rc = mp_res_status(self, code)
   if rc == MP_INVALID then error("res:status: code must be 200..599", 2) end
   if rc ~= 0 then fail(rc, "res:status") end
   return self
@@ -195,7 +214,7 @@ function Res:header(name, value)
   if type(name) ~= "string" then error("res:header: name must be a string", 2) end
   if type(value) == "number" then value = tostring(value) end
   if type(value) ~= "string" then error("res:header: value must be a string", 2) end
-  local rc = C.mp_res_header(self, name, #name, value, #value)
+  local rc = mp_res_header(self, name, #name, value, #value)
   if rc == MP_INVALID then
     error("res:header: invalid header '" .. name .. "'", 2)
   elseif rc == MP_DECLINED then
@@ -212,7 +231,7 @@ function Res:send(body)
   if body == nil then body = "" end
   if type(body) == "number" then body = tostring(body) end
   if type(body) ~= "string" then error("res:send: body must be a string", 2) end
-  local rc = C.mp_res_send(self, body, #body, 0)
+  local rc = mp_res_send(self, body, #body, 0)
   if rc ~= 0 then fail(rc, "res:send") end
   return self
 end
@@ -222,7 +241,7 @@ end
 function Res:json(value)
   local ok, body = pcall(cjson.encode, value)
   if not ok then error("res:json: " .. tostring(body), 2) end
-  local rc = C.mp_res_send(self, body, #body, 1)
+  local rc = mp_res_send(self, body, #body, 1)
   if rc ~= 0 then fail(rc, "res:json") end
   return self
 end
@@ -233,7 +252,7 @@ end
 function Res:write(chunk)
   if type(chunk) == "number" then chunk = tostring(chunk) end
   if type(chunk) ~= "string" then error("res:write: chunk must be a string", 2) end
-  local rc = C.mp_res_write(self, chunk, #chunk)
+  local rc = mp_res_write(self, chunk, #chunk)
   if rc ~= 0 then fail(rc, "res:write") end
   return self
 end
@@ -241,7 +260,7 @@ end
 --- Ends the response (also done when the handler returns).
 -- @usage res:finish()
 function Res:finish()
-  local rc = C.mp_res_finish(self)
+  local rc = mp_res_finish(self)
   if rc ~= 0 then fail(rc, "res:finish") end
 end
 
@@ -270,7 +289,7 @@ function core.sleep(ms)
   if type(ms) ~= "number" or ms < 0 or ms ~= ms then
     error("moonport.sleep: ms must be a non-negative number", 2)
   end
-  local rc = C.mp_sleep(ms)
+  local rc = mp_sleep(ms)
   if rc == MP_BAD_CONTEXT then
     error("moonport.sleep: only a request handler can sleep", 2)
   end
