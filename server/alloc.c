@@ -1,7 +1,10 @@
 /*
  * The counting Lua allocator (see alloc.h). LuaJIT passes the old size of
  * every block it frees or resizes, so the counts are exact without storing
- * a size header next to each block.
+ * a size header next to each block. The blocks themselves come from
+ * LuaJIT's built-in allocator (a dlmalloc over its own mmap'ed arenas):
+ * faster than the C library's malloc for the small objects Lua makes, and
+ * it keeps the Lua heap apart from the core's.
  *
  * Refusing is safe: LuaJIT turns a NULL into a catchable memory error, and
  * a refused realloc leaves the old block as it was. Once a request is over
@@ -10,13 +13,12 @@
  */
 #include "alloc.h"
 
-#include <stdlib.h>
 
 void *mp_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   mp_lua_heap *heap = ud;
   if (ptr == NULL) osize = 0; /* then osize encodes the object's type */
   if (nsize == 0) {
-    free(ptr);
+    heap->base(heap->base_ud, ptr, osize, 0);
     heap->in_use -= osize;
     return NULL;
   }
@@ -26,7 +28,7 @@ void *mp_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     *heap->exceeded = true;
     return NULL;
   }
-  void *p = realloc(ptr, nsize);
+  void *p = heap->base(heap->base_ud, ptr, osize, nsize);
   if (p == NULL) return NULL;
   heap->in_use = heap->in_use - osize + nsize;
   heap->allocated += growth;

@@ -1,7 +1,8 @@
 /*
- * The Lua allocator: realloc/free with exact byte counts. Every Lua state
- * the worker makes uses it, so the heap's size is always known, and bytes
- * allocated while a request's handler runs can be charged to that request.
+ * The Lua allocator: LuaJIT's own allocator, wrapped to keep exact byte
+ * counts. Every Lua state the worker makes uses it, so the heap's size is
+ * always known, and bytes allocated while a request's handler runs can be
+ * charged to that request.
  */
 #ifndef MP_ALLOC_H
 #define MP_ALLOC_H
@@ -10,7 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <lua.h>
+
 typedef struct mp_lua_heap {
+  lua_Alloc base;     /* LuaJIT's own allocator, which does the work */
+  void *base_ud;
   size_t in_use;      /* bytes live in the Lua heap */
   uint64_t allocated; /* bytes ever handed out (growths count their growth) */
   /* While a request's handler runs: its byte count, and its limit. An
