@@ -36,6 +36,15 @@ static const option options[] = {
      "address to listen on (default 127.0.0.1:8080; port 0 picks a free one)"},
     {"--idle-timeout", OPT_SECONDS, "SECONDS",
      "close a keep-alive connection idle this long (default 60)"},
+    {"--header-timeout", OPT_SECONDS, "SECONDS",
+     "a request head not complete this long after its first byte gets 408 "
+     "(default 10)"},
+    {"--body-timeout", OPT_SECONDS, "SECONDS",
+     "a request body that stalls this long between bytes gets 408 "
+     "(default 60)"},
+    {"--write-timeout", OPT_SECONDS, "SECONDS",
+     "close a connection whose client takes no response bytes for this long "
+     "(default 60)"},
     {"--shutdown-timeout", OPT_SECONDS, "SECONDS",
      "on SIGTERM or SIGINT, wait this long for requests in flight "
      "(default 10)"},
@@ -46,6 +55,9 @@ static const option options[] = {
      "(default 16k)"},
     {"--max-headers", OPT_COUNT, "N",
      "most header fields in a request; more gets 431 (default 100)"},
+    {"--max-connections", OPT_COUNT, "N",
+     "connections served at once; more are accepted and closed at once "
+     "(default 10000)"},
     {"--request-memory-limit", OPT_BYTES, "BYTES",
      "Lua bytes one request may allocate; past it the request gets 500 "
      "(default 8m)"},
@@ -116,6 +128,12 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       uint64_t ms = (uint64_t)(s * 1000.0 + 0.5);
       if (strcmp(o->name, "--idle-timeout") == 0)
         cfg->idle_timeout_ms = ms;
+      else if (strcmp(o->name, "--header-timeout") == 0)
+        cfg->header_timeout_ms = ms;
+      else if (strcmp(o->name, "--body-timeout") == 0)
+        cfg->body_timeout_ms = ms;
+      else if (strcmp(o->name, "--write-timeout") == 0)
+        cfg->write_timeout_ms = ms;
       else
         cfg->shutdown_timeout_ms = ms;
       return MP_CONFIG_RUN;
@@ -141,10 +159,18 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       return MP_CONFIG_RUN;
     }
     case OPT_COUNT: {
+      bool conns = strcmp(o->name, "--max-connections") == 0;
+      long top = conns ? 1000000 : 10000;
       long n = strtol(v, &end, 10);
-      if (errno || end == v || *end != '\0' || n < 1 || n > 10000)
-        return bad_value(o->name, v, "expected a count from 1 to 10000");
-      cfg->max_headers = (unsigned)n;
+      if (errno || end == v || *end != '\0' || n < 1 || n > top) {
+        char why[64];
+        snprintf(why, sizeof why, "expected a count from 1 to %ld", top);
+        return bad_value(o->name, v, why);
+      }
+      if (conns)
+        cfg->max_connections = (unsigned)n;
+      else
+        cfg->max_headers = (unsigned)n;
       return MP_CONFIG_RUN;
     }
     case OPT_PATH:
@@ -163,9 +189,13 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   cfg->port = 8080;
   cfg->idle_timeout_ms = 60 * 1000;
   cfg->shutdown_timeout_ms = 10 * 1000;
+  cfg->header_timeout_ms = 10 * 1000;
+  cfg->body_timeout_ms = 60 * 1000;
+  cfg->write_timeout_ms = 60 * 1000;
   cfg->max_body_size = 1024 * 1024;
   cfg->max_header_size = 16 * 1024;
   cfg->max_headers = 100;
+  cfg->max_connections = 10000;
   cfg->request_memory_limit = 8 * 1024 * 1024;
 
   for (int i = 1; i < argc; i++) {

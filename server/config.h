@@ -20,9 +20,13 @@ typedef struct mp_config {
   size_t request_memory_limit; /* Lua bytes one request may allocate */
   uint64_t idle_timeout_ms;
   uint64_t shutdown_timeout_ms;
+  uint64_t header_timeout_ms; /* a request head must be complete within */
+  uint64_t body_timeout_ms;   /* longest wait between body bytes */
+  uint64_t write_timeout_ms;  /* longest wait for a reader to take bytes */
   size_t max_body_size;
   size_t max_header_size;
   unsigned max_headers;
+  unsigned max_connections;
 } mp_config;
 
 enum {

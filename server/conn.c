@@ -27,9 +27,11 @@
  * The memory is freed in the close callback of its handle.
  *
  * Time: no connection has a timer of its own. The worker sweeps every
- * connection once a second (mp_conn_sweep) and closes those idle past
- * --idle-timeout or lingering past LINGER_MS, so an idle connection is its
- * record alone. Write and shutdown requests, needed only while a write is
+ * connection once a second (mp_conn_sweep): a head not complete within
+ * --header-timeout or a body stalled past --body-timeout gets 408, a client
+ * that takes no bytes for --write-timeout is dropped, an idle connection
+ * closes after --idle-timeout, a lingering one after LINGER_MS. So an idle
+ * connection is its record alone. Write and shutdown requests, needed only while a write is
  * queued or the connection is closing, come from a pool too.
  */
 #include "conn.h"
@@ -43,12 +45,18 @@
 
 #define HIGH_WATER (1024 * 1024)
 #define LINGER_MS 2000
+/* Requests one connection may have served in one turn of the loop before
+ * the others get theirs: thousands pipelined in one read must not hold
+ * the worker. The rest wait for the next turn (mp_conn_run_deferred). */
+#define TURN_BUDGET 64
 
 struct mp_conn {
   uv_tcp_t tcp;
   mp_worker *w;
   mp_conn *prev;
   mp_conn *next;
+  mp_conn *defer_prev; /* on the worker's deferred list while deferred */
+  mp_conn *defer_next;
 
   bool closing;           /* uv_close has been called */
   bool close_after_flush; /* no more requests: end once `out` is written */
@@ -57,6 +65,7 @@ struct mp_conn {
   bool eof;        /* the client has shut down its sending side */
   bool lingering;  /* our side is shut down: dropping input until close */
   bool processing; /* conn_process is on the stack */
+  bool deferred;   /* used up its turn with requests left to serve */
 
   char *rbuf;
   size_t rlen;
@@ -67,6 +76,9 @@ struct mp_conn {
   mp_buf out;
   mp_buf wbuf;
   uint64_t last_active; /* loop time of the last read or finished request */
+  uint64_t msg_since;   /* when the first byte of the current message came */
+  uint64_t write_since; /* when the queued write last made progress */
+  size_t write_queued;  /* the write queue's size then */
   uint64_t linger_since;
   char peer[INET6_ADDRSTRLEN]; /* "" until mp_conn_peer_name asks */
 };
@@ -170,7 +182,9 @@ static void update_reading(mp_conn *c) {
   else if (c->lingering)
     want = true;
   else
-    want = !c->close_after_flush && room(c) > 0 &&
+    /* A deferred connection reads no more this turn: libuv would otherwise
+     * call on_read again and again for as long as bytes keep coming. */
+    want = !c->close_after_flush && !c->deferred && room(c) > 0 &&
            pending_out(c) <= HIGH_WATER;
   if (want && !c->reading) {
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
@@ -198,9 +212,45 @@ static void drop_request(mp_conn *c) {
   c->req = NULL;
 }
 
+static void defer(mp_conn *c) {
+  if (c->deferred) return;
+  mp_worker *w = c->w;
+  c->deferred = true;
+  c->defer_prev = NULL;
+  c->defer_next = w->deferred;
+  if (w->deferred != NULL) w->deferred->defer_prev = c;
+  w->deferred = c;
+  uv_idle_start(&w->turn_idle, mp_worker_on_turn);
+}
+
+static void undefer(mp_conn *c) {
+  if (!c->deferred) return;
+  if (c->defer_prev != NULL)
+    c->defer_prev->defer_next = c->defer_next;
+  else
+    c->w->deferred = c->defer_next;
+  if (c->defer_next != NULL) c->defer_next->defer_prev = c->defer_prev;
+  c->deferred = false;
+}
+
+void mp_conn_run_deferred(mp_worker *w) {
+  /* Those deferred again while this runs wait for the next turn. */
+  mp_conn *list = w->deferred;
+  w->deferred = NULL;
+  for (mp_conn *c = list; c != NULL; c = c->defer_next) c->deferred = false;
+  while (list != NULL) {
+    mp_conn *c = list;
+    list = c->defer_next;
+    if (list != NULL) list->defer_prev = NULL;
+    conn_process(c);
+  }
+  if (w->deferred == NULL) uv_idle_stop(&w->turn_idle);
+}
+
 static void conn_close(mp_conn *c) {
   if (c->closing) return;
   c->closing = true;
+  undefer(c);
   drop_request(c);
   mp_worker *w = c->w;
   if (c->prev != NULL)
@@ -233,18 +283,45 @@ void mp_conn_close_all(mp_worker *w) {
   while (w->conns != NULL) conn_close(w->conns);
 }
 
+static void timed_out(mp_conn *c, const char *text) {
+  drop_request(c);
+  mp_response_error_to(c->w, &c->out, 408, text, true, NULL, 0);
+  c->close_after_flush = true;
+  mp_conn_flush(c);
+}
+
+/* Progress of the queued write: libuv reports none until it completes, but
+ * its queue shrinks as the client reads. */
+static bool write_stalled(mp_conn *c, uint64_t now) {
+  size_t queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+  if (queued < c->write_queued) {
+    c->write_queued = queued;
+    c->write_since = now;
+  }
+  return now - c->write_since >= c->w->cfg->write_timeout_ms;
+}
+
 void mp_conn_sweep(mp_worker *w) {
   uint64_t now = uv_now(w->loop);
-  uint64_t timeout = w->cfg->idle_timeout_ms;
+  const mp_config *cfg = w->cfg;
   mp_conn *c = w->conns;
   while (c != NULL) {
     mp_conn *next = c->next; /* conn_close unlinks c */
     if (c->lingering) {
       if (now - c->linger_since >= LINGER_MS) conn_close(c);
-    } else if (handler_running(c) || c->writing) {
-      /* Time in a handler or waiting on a write is not idle time. */
-      c->last_active = now;
-    } else if (now - c->last_active >= timeout) {
+    } else if (c->writing) {
+      /* A client that stops reading holds its connection only so long. */
+      if (write_stalled(c, now)) conn_close(c);
+      else c->last_active = now;
+    } else if (handler_running(c)) {
+      c->last_active = now; /* time in a handler is not idle time */
+    } else if (c->req != NULL && c->h1.state == MP_H1_IN_HEAD) {
+      if (now - c->msg_since >= cfg->header_timeout_ms)
+        timed_out(c, "request head not complete in time");
+    } else if (c->req != NULL && c->h1.state == MP_H1_IN_BODY) {
+      if (now - c->last_active >= cfg->body_timeout_ms)
+        timed_out(c, "request body stalled");
+    } else if (now - c->last_active >= cfg->idle_timeout_ms) {
       conn_close(c);
     }
     c = next;
@@ -332,6 +409,8 @@ void mp_conn_flush(mp_conn *c) {
     return;
   }
   c->writing = true;
+  c->write_since = uv_now(c->w->loop);
+  c->write_queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
   update_reading(c);
 }
 
@@ -386,6 +465,7 @@ static void after_process(mp_conn *c) {
 static void conn_process(mp_conn *c) {
   if (c->processing) return;
   c->processing = true;
+  unsigned served = 0;
   while (!c->closing && !c->close_after_flush && !c->lingering) {
     if (handler_running(c)) break;
     if (pending_out(c) > HIGH_WATER) {
@@ -395,6 +475,10 @@ static void conn_process(mp_conn *c) {
       if (c->closing || pending_out(c) > HIGH_WATER) break;
     }
     if (c->rpos == c->rlen) break;
+    if (served == TURN_BUDGET) {
+      defer(c);
+      break;
+    }
     if (c->req == NULL) {
       c->req = mp_request_acquire(c->w, c);
       if (c->req == NULL) {
@@ -403,6 +487,7 @@ static void conn_process(mp_conn *c) {
         break;
       }
       mp_http1_attach(&c->h1, &c->req->msg);
+      c->msg_since = uv_now(c->w->loop);
     }
     /* Whatever the core mallocs from here on is this request's. */
     mp_c_charge = &c->req->c_bytes;
@@ -424,6 +509,7 @@ static void conn_process(mp_conn *c) {
     if (!mp_request_start(c->req)) break; /* suspended */
     mp_c_charge = NULL;
     finish_request(c);
+    served++;
   }
   mp_c_charge = NULL;
   c->processing = false;
@@ -484,6 +570,13 @@ void mp_conn_accept(mp_worker *w) {
   w->conns = c;
   w->nconns++;
   c->last_active = uv_now(w->loop);
+  if (w->nconns > w->cfg->max_connections) {
+    /* Past the ceiling: accepted, so the client is not left waiting in the
+     * backlog, and closed at once; those already served go on. */
+    w->stats.refused++;
+    conn_close(c);
+    return;
+  }
   update_reading(c);
 }
 

@@ -18,6 +18,10 @@ size_t mp_conn_size(void);
  * The worker calls it once a second. */
 void mp_conn_sweep(mp_worker *w);
 
+/* Serves the connections that used up their turn with requests left;
+ * the worker calls it on the next turn of the loop. Runs Lua. */
+void mp_conn_run_deferred(mp_worker *w);
+
 /* Accepts one pending connection on w's listener. */
 void mp_conn_accept(mp_worker *w);
 

@@ -75,9 +75,26 @@ static int on_version(llhttp_t *p, const char *at, size_t n) {
   return 0;
 }
 
+/* Bytes after the head that are not body: trailer fields and chunk
+ * extensions. They are not kept (the head's spans are; body bytes around
+ * them may already be gone), and together they may not pass the head
+ * limit. */
+static int extra_bytes(mp_http1 *h, size_t n) {
+  h->extra += n;
+  if (h->extra > h->limits->max_header_size)
+    return fail(h, 431, "trailer fields or chunk extensions too large");
+  return 0;
+}
+
+static int on_chunk_extension(llhttp_t *p, const char *at, size_t n) {
+  (void)at;
+  return extra_bytes(from_parser(p), n);
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t n) {
   mp_http1 *h = from_parser(p);
   mp_http1_msg *m = h->msg;
+  if (h->state != MP_H1_IN_HEAD) return extra_bytes(h, n); /* a trailer */
   if (h->in_value || m->nfields == 0) {
     if (m->nfields == h->limits->max_headers)
       return fail(h, 431, "too many header fields");
@@ -91,6 +108,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n) {
 static int on_header_field_complete(llhttp_t *p) {
   mp_http1 *h = from_parser(p);
   mp_http1_msg *m = h->msg;
+  if (h->state != MP_H1_IN_HEAD) return 0;
   /* A value may be empty, in which case on_header_value never runs: open
    * the value here so the next name starts a new field. */
   h->in_value = true;
@@ -101,6 +119,7 @@ static int on_header_field_complete(llhttp_t *p) {
 static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   mp_http1 *h = from_parser(p);
   mp_http1_msg *m = h->msg;
+  if (h->state != MP_H1_IN_HEAD) return extra_bytes(h, n);
   span_grow(h, &m->fields[m->nfields - 1].value, at, n);
   return 0;
 }
@@ -155,7 +174,8 @@ static int check_fields(mp_http1 *h, llhttp_t *p) {
 
 /* Splits the target into path and query. An absolute-form target
  * ("http://host:8080/p?q", RFC 9112 section 3.2.2) has its path start after
- * the authority; with no path at all, the path span is empty and means "/". */
+ * the authority, and its authority stands for the Host field; with no path
+ * at all, the path span is empty and means "/". */
 static void split_target(mp_http1 *h, mp_http1_msg *m) {
   const char *t = h->base + h->msg_off + m->target.off;
   uint32_t len = m->target.len, start = 0;
@@ -163,7 +183,9 @@ static void split_target(mp_http1 *h, mp_http1_msg *m) {
     const char *sep = len > 3 ? memmem(t, len < 16 ? len : 16, "://", 3) : NULL;
     if (sep != NULL) {
       start = (uint32_t)(sep - t) + 3;
+      m->authority.off = m->target.off + start;
       while (start < len && t[start] != '/' && t[start] != '?') start++;
+      m->authority.len = m->target.off + start - m->authority.off;
     }
   }
   const char *q = memchr(t + start, '?', len - start);
@@ -180,6 +202,7 @@ static void split_target(mp_http1 *h, mp_http1_msg *m) {
  * section 5.5: neither belongs to the value). */
 static int on_header_value_complete(llhttp_t *p) {
   mp_http1 *h = from_parser(p);
+  if (h->state != MP_H1_IN_HEAD) return 0;
   mp_span *v = &h->msg->fields[h->msg->nfields - 1].value;
   const char *start = h->base + h->msg_off + v->off;
   while (v->len > 0 && (start[v->len - 1] == ' ' || start[v->len - 1] == '\t'))
@@ -241,6 +264,8 @@ static const llhttp_settings_t settings = {
     .on_header_field_complete = on_header_field_complete,
     .on_header_value = on_header_value,
     .on_header_value_complete = on_header_value_complete,
+    .on_chunk_extension_name = on_chunk_extension,
+    .on_chunk_extension_value = on_chunk_extension,
     .on_headers_complete = on_headers_complete,
     .on_body = on_body,
     .on_message_complete = on_message_complete,
@@ -269,6 +294,7 @@ void mp_http1_next(mp_http1 *h, size_t pos) {
   h->scanned = 0;
   h->in_value = false;
   h->saw_version = false;
+  h->extra = 0;
   h->msg_off = pos;
 }
 

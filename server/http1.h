@@ -58,6 +58,7 @@ typedef struct mp_http1_msg {
   mp_span target;
   mp_span path;  /* target up to '?' */
   mp_span query; /* after '?', without it; len 0 when absent */
+  mp_span authority; /* of an absolute-form target; len 0 otherwise */
   uint32_t head_len; /* bytes from message start to the end of the head */
   unsigned nfields;
   mp_hfield *fields;
@@ -90,6 +91,7 @@ typedef struct mp_http1 {
   uint32_t scanned;      /* head bytes scanned so far */
   bool in_value;         /* last header span was a value */
   bool saw_version;      /* the request line had an HTTP-version */
+  size_t extra;          /* trailer and chunk-extension bytes so far */
   /* failure */
   int status;        /* HTTP status to answer with, after MP_H1_ERROR */
   const char *error; /* static text for the error body */

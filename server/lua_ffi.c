@@ -43,9 +43,19 @@ int mp_req_target(uint64_t ctx, int which, const char **out) {
   return (int)s.len;
 }
 
+/* An absolute-form target's authority replaces the Host field's value
+ * (RFC 9112 section 3.2.2). */
+static bool is_host(const char *name, size_t nlen) {
+  return nlen == 4 && mp_http1_ieq(name, "host", 4);
+}
+
 int mp_req_header(uint64_t ctx, const char *name, size_t nlen,
                   const char **out) {
   LOOKUP(r, MP_CTX_REQ);
+  if (r->msg.authority.len > 0 && is_host(name, nlen)) {
+    *out = span_ptr(r, r->msg.authority);
+    return (int)r->msg.authority.len;
+  }
   int found = -1;
   size_t total = 0;
   unsigned count = 0;
@@ -93,8 +103,10 @@ int mp_req_header_at(uint64_t ctx, int i, const char **name,
   const mp_hfield *f = &r->msg.fields[i];
   *name = span_ptr(r, f->name);
   *nlen = (int32_t)f->name.len;
-  *value = span_ptr(r, f->value);
-  return (int)f->value.len;
+  mp_span v = f->value;
+  if (r->msg.authority.len > 0 && is_host(*name, f->name.len)) v = r->msg.authority;
+  *value = span_ptr(r, v);
+  return (int)v.len;
 }
 
 int mp_req_query(uint64_t ctx, const char *name, size_t nlen,

@@ -28,6 +28,7 @@ typedef struct mp_stats {
   unsigned nroutes;
   uint64_t requests;       /* every request answered, routed or not */
   uint64_t accepted;       /* connections */
+  uint64_t refused;        /* connections closed at once: --max-connections */
   uint64_t memory_limit_hits;
 } mp_stats;
 

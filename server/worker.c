@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "conn.h"
@@ -44,6 +45,8 @@ char *mp_worker_scratch(mp_worker *w, size_t n) {
 
 static void on_sweep(uv_timer_t *t) { mp_conn_sweep(t->data); }
 
+void mp_worker_on_turn(uv_idle_t *h) { mp_conn_run_deferred(h->data); }
+
 static void on_log_flush(uv_check_t *h) {
   (void)h;
   mp_access_log_flush();
@@ -71,6 +74,7 @@ static void stop_now(mp_worker *w) {
   uv_close((uv_handle_t *)&w->sigterm, NULL);
   uv_close((uv_handle_t *)&w->drain_timer, NULL);
   uv_close((uv_handle_t *)&w->sweep_timer, NULL);
+  uv_close((uv_handle_t *)&w->turn_idle, NULL);
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
   if (uv_is_active((uv_handle_t *)&w->log_flush))
@@ -110,6 +114,26 @@ static void on_signal(uv_signal_t *h, int signum) {
   }
   uv_timer_start(&w->drain_timer, on_drain_timeout, w->cfg->shutdown_timeout_ms,
                  0);
+}
+
+/* Every connection is a descriptor: raise the soft limit as far as the
+ * hard one allows, and say so when that is still short of what
+ * --max-connections promises. */
+static void raise_fd_limit(const mp_config *cfg) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  rlim_t want = (rlim_t)cfg->max_connections + 64;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+    mp_log(MP_LOG_WARN,
+           "open-file limit is %llu, below the %llu that --max-connections "
+           "%u needs; connections past it will be refused by the kernel",
+           (unsigned long long)rl.rlim_cur, (unsigned long long)want,
+           cfg->max_connections);
 }
 
 static int listen_on(mp_worker *w) {
@@ -181,11 +205,14 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
     uv_check_start(&w->log_flush, on_log_flush);
     uv_unref((uv_handle_t *)&w->log_flush);
   }
+  raise_fd_limit(cfg);
   if (listen_on(w) != 0) return 1;
 
   uv_timer_init(w->loop, &w->drain_timer);
   w->drain_timer.data = w;
   /* The sweep needs no finer grain: timeouts are whole seconds or more. */
+  uv_idle_init(w->loop, &w->turn_idle);
+  w->turn_idle.data = w;
   uv_timer_init(w->loop, &w->sweep_timer);
   w->sweep_timer.data = w;
   uv_timer_start(&w->sweep_timer, on_sweep, 1000, 1000);
@@ -280,11 +307,12 @@ int mp_worker_stats_json(mp_worker *w, mp_buf *out) {
   const mp_stats *st = &w->stats;
   int rc = put(out,
                "{\"worker\":{\"pid\":%d,\"requests\":%llu,"
-               "\"connections\":{\"open\":%u,\"accepted\":%llu},"
+               "\"connections\":{\"open\":%u,\"accepted\":%llu,\"refused\":%llu},"
                "\"lua_heap_bytes\":%zu,\"mallocs\":%llu,"
                "\"memory_limit_hits\":%llu},\"routes\":[",
                (int)getpid(), (unsigned long long)st->requests, w->nconns,
-               (unsigned long long)st->accepted, mp_vm_heap_size(w->vm),
+               (unsigned long long)st->accepted,
+               (unsigned long long)st->refused, mp_vm_heap_size(w->vm),
                (unsigned long long)mp_malloc_count,
                (unsigned long long)st->memory_limit_hits);
   for (unsigned i = 0; rc == 0 && i < st->nroutes; i++) {

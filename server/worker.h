@@ -44,6 +44,8 @@ typedef struct mp_worker {
   size_t rbuf_size;
 
   mp_conn *conns; /* every open connection, for shutdown */
+  mp_conn *deferred; /* connections waiting for their next turn */
+  uv_idle_t turn_idle; /* active while any is deferred */
   unsigned nconns;
 
   /* Request slots: a request is named to Lua by (slot, generation). */
@@ -76,6 +78,9 @@ int mp_worker_run(mp_worker *w);
 
 /* Frees everything mp_worker_init made. */
 void mp_worker_destroy(mp_worker *w);
+
+/* The idle callback that gives deferred connections their next turn. */
+void mp_worker_on_turn(uv_idle_t *h);
 
 /* A connection closed while the worker drains: stop once none is left. */
 void mp_worker_conn_closed(mp_worker *w);

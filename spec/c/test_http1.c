@@ -196,6 +196,27 @@ static void test_chunked(void) {
   }
 }
 
+static void test_trailers_and_extensions(void) {
+  /* Trailers and chunk extensions are skipped: not merged into the head's
+   * fields, and the body is intact. */
+  const char *req =
+      "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5;name=\"value\"\r\nhello\r\n0\r\nX-Trailer: t\r\nX-Other: u\r\n\r\n";
+  for (size_t step = 0; step < 3; step++) {
+    parsed t;
+    setup(&t);
+    char *buf;
+    size_t pos;
+    int rc = feed(&t, req, step, &buf, &pos);
+    CHECK_EQ_INT(rc, MP_H1_MESSAGE);
+    if (rc != MP_H1_MESSAGE) fprintf(stderr, "  %d %s\n", t.h.status, t.h.error);
+    CHECK_SPAN(t.body, t.body_len, "hello");
+    CHECK_EQ_INT(t.msg.nfields, 2);
+    CHECK(field_value(&t, buf, "x-trailer") == NULL);
+    free(buf);
+  }
+}
+
 static void expect_error_n(const char *req, size_t len, int status,
                            size_t step) {
   parsed t;
@@ -256,6 +277,22 @@ static void test_rejections(void) {
   memcpy(big, "GET / HTTP/1.1\r\nHost: x\r\nX: ", 28);
   expect_error(big, 431, 0);
   expect_error(big, 431, 100);
+  /* Trailers and chunk extensions count against the head limit too. */
+  char huge[2600];
+  int n = snprintf(huge, sizeof huge,
+                   "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   "1;ext=");
+  memset(huge + n, 'e', 1100);
+  memcpy(huge + n + 1100, "\r\nx\r\n0\r\n\r\n", 11);
+  huge[n + 1111] = '\0';
+  expect_error(huge, 431, 0);
+  n = snprintf(huge, sizeof huge,
+               "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "0\r\nT: ");
+  memset(huge + n, 't', 1100);
+  memcpy(huge + n + 1100, "\r\n\r\n", 4);
+  huge[n + 1104] = '\0';
+  expect_error(huge, 431, 0);
 }
 
 static void test_limits_exact(void) {
@@ -300,10 +337,10 @@ static void test_moved(void) {
 }
 
 static void test_target_forms(void) {
-  struct { const char *req; const char *path; const char *query; } cases[] = {
-      {"GET http://example.test:8080/users/1?x=1 HTTP/1.1\r\nHost: e\r\n\r\n", "/users/1", "x=1"},
-      {"GET https://example.test HTTP/1.1\r\nHost: e\r\n\r\n", "", ""},
-      {"GET /plain?a HTTP/1.1\r\nHost: e\r\n\r\n", "/plain", "a"},
+  struct { const char *req; const char *path; const char *query; const char *authority; } cases[] = {
+      {"GET http://example.test:8080/users/1?x=1 HTTP/1.1\r\nHost: e\r\n\r\n", "/users/1", "x=1", "example.test:8080"},
+      {"GET https://example.test HTTP/1.1\r\nHost: e\r\n\r\n", "", "", "example.test"},
+      {"GET /plain?a HTTP/1.1\r\nHost: e\r\n\r\n", "/plain", "a", ""},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     parsed t;
@@ -313,6 +350,7 @@ static void test_target_forms(void) {
     CHECK_EQ_INT(feed(&t, cases[i].req, 0, &buf, &pos), MP_H1_MESSAGE);
     CHECK_SPAN(buf + t.msg.path.off, t.msg.path.len, cases[i].path);
     CHECK_SPAN(buf + t.msg.query.off, t.msg.query.len, cases[i].query);
+    CHECK_SPAN(buf + t.msg.authority.off, t.msg.authority.len, cases[i].authority);
     free(buf);
   }
 }
@@ -400,6 +438,7 @@ int main(void) {
   test_limits_exact();
   test_moved();
   test_target_forms();
+  test_trailers_and_extensions();
   test_value_whitespace();
   test_heads_out();
   test_decoding();

@@ -1,0 +1,172 @@
+-- Time and admission limits, and request shapes the core must take apart
+-- safely: header, body and write timeouts, --max-connections, trailers and
+-- chunk extensions, a client that shuts down its sending side.
+local helpers = require("spec.helpers")
+local socket = require("socket")
+
+local function start(args)
+  return helpers.start("spec/fixtures/hardening.lua", args)
+end
+
+-- Waits up to `timeout` s for the server to answer and close; returns the
+-- response (or nil) and whether the stream ended.
+local function answer_then_eof(conn, timeout)
+  local resp = conn:read_response({ timeout = timeout })
+  return resp, conn:wait_eof(timeout)
+end
+
+describe("timeouts", function()
+  local server
+  setup(function()
+    server = start({ "--header-timeout", "1", "--body-timeout", "1", "--write-timeout", "1" })
+  end)
+  teardown(function()
+    if server then server:stop() end
+  end)
+
+  it("answers a head not complete within --header-timeout with 408, then closes", function()
+    local conn = helpers.connect(server.port)
+    conn:send("GET /ok HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    local t0 = helpers.now()
+    local resp, ended = answer_then_eof(conn, 5)
+    conn:close()
+    assert.truthy(resp, "no 408 before the connection closed")
+    assert.equal(408, resp.status)
+    helpers.json_error(resp)
+    assert.truthy(ended)
+    assert.is_true(helpers.now() - t0 < 4)
+  end)
+
+  it("answers a body that stalls past --body-timeout with 408, then closes", function()
+    local conn = helpers.connect(server.port)
+    conn:send("POST /echo/x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+    local resp, ended = answer_then_eof(conn, 5)
+    conn:close()
+    assert.truthy(resp, "no 408 before the connection closed")
+    assert.equal(408, resp.status)
+    assert.truthy(ended)
+  end)
+
+  it("keeps a slow but steady head alive: the timeout counts from its first byte", function()
+    local conn = helpers.connect(server.port):nodelay()
+    conn:send("GET /ok HTTP/1.1\r\n")
+    conn:send("Host: x\r\n\r\n")
+    local resp = conn:read_response()
+    conn:close()
+    assert.equal(200, resp.status)
+  end)
+
+  it("drops a client that stops reading for --write-timeout", function()
+    local conn = helpers.connect(server.port)
+    conn:send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+    -- Read nothing past the write timeout, then drain: the server must have
+    -- given up, so far fewer than 32 MiB arrive before the stream ends.
+    local deadline = helpers.now() + 3
+    while helpers.now() < deadline do socket.select(nil, nil, 0.2) end
+    local total, stop = 0, helpers.now() + 10
+    conn.sock:settimeout(2)
+    while helpers.now() < stop do
+      local data, err, partial = conn.sock:receive(65536)
+      local got = data or partial or ""
+      total = total + #got
+      if err == "closed" or err == "timeout" then break end
+    end
+    conn:close()
+    assert(total < 32 * 1024 * 1024, ("all %d bytes arrived: the server never gave up"):format(total))
+  end)
+end)
+
+describe("--max-connections", function()
+  local server
+  setup(function()
+    server = start({ "--max-connections", "2" })
+  end)
+  teardown(function()
+    if server then server:stop() end
+  end)
+
+  it("accepts and closes at once past the ceiling, and goes on serving the others", function()
+    local a, b = helpers.connect(server.port), helpers.connect(server.port)
+    assert.equal(200, a:request("GET", "/ok").status)
+    assert.equal(200, b:request("GET", "/ok").status)
+    local c = helpers.connect(server.port)
+    assert.truthy(c:wait_eof(5), "the third connection stayed open")
+    c:close()
+    assert.equal(200, a:request("GET", "/ok").status)
+    assert.equal(200, b:request("GET", "/ok").status)
+    a:close()
+    b:close()
+    -- Room again once the others have gone.
+    assert.truthy(helpers.eventually(function()
+      local ok, status = pcall(helpers.request, server.port, "GET", "/ok")
+      return ok and status == 200
+    end))
+  end)
+end)
+
+describe("request shapes", function()
+  local server
+  setup(function()
+    server = start({ "--max-header-size", "1024" })
+  end)
+  teardown(function()
+    if server then server:stop() end
+  end)
+
+  it("never merges trailer fields into the headers", function()
+    local conn = helpers.connect(server.port)
+    conn:send("POST /echo/x-trailer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      .. "5;ext=1\r\nhello\r\n0\r\nX-Trailer: sneaky\r\n\r\n")
+    local resp = conn:read_response()
+    assert.equal(200, resp.status)
+    assert.same({ header = "nil", body = "hello" }, helpers.json(resp.body))
+    -- The connection is still good for the next request.
+    assert.equal(200, conn:request("GET", "/ok").status)
+    conn:close()
+  end)
+
+  it("takes an absolute-form target's authority as its Host", function()
+    local conn = helpers.connect(server.port)
+    conn:send("POST http://example.test:8080/echo/host HTTP/1.1\r\nHost: other\r\nContent-Length: 0\r\n\r\n")
+    local resp = conn:read_response()
+    conn:close()
+    assert.equal(200, resp.status)
+    assert.equal("example.test:8080", helpers.json(resp.body).header)
+  end)
+
+  it("refuses chunk extensions past the head limit with 431", function()
+    local conn = helpers.connect(server.port)
+    conn:send("POST /echo/x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      .. "1;" .. ("e"):rep(2000) .. "\r\nx\r\n0\r\n\r\n")
+    local resp = conn:read_response()
+    conn:close()
+    assert.equal(431, resp.status)
+  end)
+
+  it("does not let one connection's long pipeline starve another", function()
+    -- 2,000 requests of about 1 ms each, pipelined in one write: about 2 s
+    -- of work. A request on another connection must not wait for all of it.
+    local busy = helpers.connect(server.port)
+    busy:try_send(("GET /spin HTTP/1.1\r\nHost: x\r\n\r\n"):rep(2000), 5)
+    socket.select(nil, nil, 0.05)
+    local t0 = helpers.now()
+    local status = helpers.request(server.port, "GET", "/ok")
+    local waited = helpers.now() - t0
+    busy:close()
+    assert.equal(200, status)
+    assert(waited < 0.5, ("the other connection waited %.2f s"):format(waited))
+  end)
+
+  it("answers every complete request of a client that has shut down its sending side", function()
+    local conn = helpers.connect(server.port)
+    conn:send(("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n"):rep(3))
+    conn.sock:shutdown("send")
+    for _ = 1, 3 do
+      local resp = conn:read_response()
+      assert.truthy(resp, "the connection ended before every answer")
+      assert.equal(200, resp.status)
+    end
+    assert.truthy(conn:wait_eof(5))
+    conn:close()
+  end)
+end)
