@@ -58,6 +58,9 @@ static const option options[] = {
     {"--max-connections", OPT_COUNT, "N",
      "connections served at once; more are accepted and closed at once "
      "(default 10000)"},
+    {"--write-high-water", OPT_BYTES, "BYTES",
+     "a handler streaming with res:write waits while more than this is "
+     "unsent (default 256k)"},
     {"--request-memory-limit", OPT_BYTES, "BYTES",
      "Lua bytes one request may allocate; past it the request gets 500 "
      "(default 8m)"},
@@ -152,6 +155,8 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
         cfg->max_body_size = (size_t)n;
       else if (strcmp(o->name, "--request-memory-limit") == 0)
         cfg->request_memory_limit = (size_t)n;
+      else if (strcmp(o->name, "--write-high-water") == 0)
+        cfg->write_high_water = (size_t)n;
       else if (n < 256)
         return bad_value(o->name, v, "the head limit is at least 256 bytes");
       else
@@ -197,6 +202,7 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   cfg->max_headers = 100;
   cfg->max_connections = 10000;
   cfg->request_memory_limit = 8 * 1024 * 1024;
+  cfg->write_high_water = 256 * 1024;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];

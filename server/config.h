@@ -18,6 +18,7 @@ typedef struct mp_config {
   bool stats;      /* serve GET /__moonport/stats to loopback clients */
   const char *access_log; /* path, "-" for stdout, NULL for none */
   size_t request_memory_limit; /* Lua bytes one request may allocate */
+  size_t write_high_water; /* unsent bytes past which res:write waits */
   uint64_t idle_timeout_ms;
   uint64_t shutdown_timeout_ms;
   uint64_t header_timeout_ms; /* a request head must be complete within */

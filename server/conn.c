@@ -128,6 +128,18 @@ static size_t pending_out(const mp_conn *c) {
   return c->out.len + (c->writing ? c->wbuf.len : 0);
 }
 
+size_t mp_conn_unsent(const mp_conn *c) { return pending_out(c); }
+
+/* A writer waiting for its output to drain gets its next turn once the
+ * output is back under the high-water mark: from the loop, never from
+ * inside the write path that noticed. */
+static void defer(mp_conn *c);
+static void wake_writer_later(mp_conn *c) {
+  if (c->req != NULL && c->req->wait_write &&
+      pending_out(c) <= c->w->cfg->write_high_water)
+    defer(c);
+}
+
 static bool handler_running(const mp_conn *c) {
   return c->req != NULL && c->req->running;
 }
@@ -242,7 +254,11 @@ void mp_conn_run_deferred(mp_worker *w) {
     mp_conn *c = list;
     list = c->defer_next;
     if (list != NULL) list->defer_prev = NULL;
-    conn_process(c);
+    if (c->closing) continue;
+    if (c->req != NULL && c->req->wait_write)
+      mp_request_wake(c->req);
+    else
+      conn_process(c);
   }
   if (w->deferred == NULL) uv_idle_stop(&w->turn_idle);
 }
@@ -365,6 +381,7 @@ static void on_write(uv_write_t *req, int status) {
     return;
   }
   mp_buf_release(&c->wbuf);
+  wake_writer_later(c);
   conn_process(c);
 }
 
@@ -384,6 +401,7 @@ void mp_conn_flush(mp_conn *c) {
       begin_shutdown(c);
     else
       update_reading(c); /* a backlog that stopped reading may be gone */
+    wake_writer_later(c);
     return;
   }
   if (n < 0 && n != UV_EAGAIN) {

@@ -36,6 +36,9 @@ void mp_conn_close_all(mp_worker *w);
  * (mp_conn_flush) in one write with whatever else is pending. */
 mp_buf *mp_conn_out(mp_conn *c);
 
+/* Bytes queued on c and not yet taken by the kernel. */
+size_t mp_conn_unsent(const mp_conn *c);
+
 /* Starts writing what is pending. Never runs Lua. */
 void mp_conn_flush(mp_conn *c);
 

@@ -173,7 +173,11 @@ int mp_res_send(uint64_t ctx, const char *body, size_t len,
 
 int mp_res_write(uint64_t ctx, const char *data, size_t len) {
   LOOKUP_RES(r);
-  return mp_response_write(r, data, len);
+  int rc = mp_response_write(r, data, len);
+  if (rc == 0 && r->running &&
+      mp_conn_unsent(r->conn) > r->w->cfg->write_high_water)
+    return mp_request_wait_write(r);
+  return rc;
 }
 
 int mp_res_finish(uint64_t ctx) {

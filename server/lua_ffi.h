@@ -47,6 +47,9 @@ int mp_res_header(uint64_t ctx, const char *name, size_t nlen,
 /* json: 1 for application/json, 0 for text/plain, when none was set. */
 int mp_res_send(uint64_t ctx, const char *body, size_t len,
                 int json);
+/* Returns MP_AGAIN when the connection holds more than --write-high-water
+ * unsent: the data is queued, and the caller must yield until the core
+ * resumes it. */
 int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
 

@@ -69,7 +69,7 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
   r->body.len = 0;
   r->headers.len = 0;
   r->co = NULL;
-  r->running = r->waiting = false;
+  r->running = r->waiting = r->wait_write = false;
   r->lua_bytes = r->c_bytes = 0;
   r->mem_exceeded = false;
   return r;
@@ -430,9 +430,8 @@ int mp_request_sleep(mp_request *r, uint64_t ms) {
   return uv_timer_start(&r->timer, on_sleep_timer, ms, 0);
 }
 
-static void on_sleep_timer(uv_timer_t *t) {
-  mp_request *r = t->data;
-  r->waiting = false;
+void mp_request_wake(mp_request *r) {
+  r->waiting = r->wait_write = false;
   mp_conn *c = r->conn;
   mp_c_charge = &r->c_bytes;
   bool over = settle(r, mp_vm_resume(r->w->vm, r));
@@ -443,9 +442,16 @@ static void on_sleep_timer(uv_timer_t *t) {
     mp_conn_flush(c);
 }
 
+static void on_sleep_timer(uv_timer_t *t) { mp_request_wake(t->data); }
+
+int mp_request_wait_write(mp_request *r) {
+  r->waiting = r->wait_write = true;
+  return MP_AGAIN;
+}
+
 void mp_request_abort(mp_request *r) {
   if (!r->running) return;
   uv_timer_stop(&r->timer);
-  r->waiting = false;
+  r->waiting = r->wait_write = false;
   mp_vm_abandon(r->w->vm, r);
 }

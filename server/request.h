@@ -59,7 +59,8 @@ struct mp_request {
   void *co;        /* its coroutine (a lua_State), NULL when none */
   int co_ref;      /* the coroutine's registry reference */
   bool running;    /* the handler has not returned yet */
-  bool waiting;    /* suspended in moonport.sleep */
+  bool waiting;    /* suspended: in moonport.sleep, or a writer */
+  bool wait_write; /* suspended until its connection's output drains */
   uv_timer_t timer;
 
   mp_hfield fields[]; /* limits.max_headers entries, msg.fields points here */
@@ -101,6 +102,14 @@ int mp_request_sleep(mp_request *r, uint64_t ms);
 /* The request is over (its response complete): counts it in the stats and
  * the access log. */
 void mp_request_account(mp_request *r);
+
+/* r's handler wrote past --write-high-water: it waits (the caller must
+ * yield right after) until the connection's output drains below it, when
+ * the connection calls mp_request_wake. Returns MP_AGAIN. */
+int mp_request_wait_write(mp_request *r);
+
+/* Resumes r's handler after its wait is over. Runs Lua. */
+void mp_request_wake(mp_request *r);
 
 /* Abandons r's handler if it is suspended (its connection is closing). */
 void mp_request_abort(mp_request *r);

@@ -69,6 +69,7 @@ local mp_res_write = C.mp_res_write
 local mp_sleep = C.mp_sleep
 
 -- Return codes (server/errors.h).
+local MP_AGAIN = -30001
 local MP_DECLINED = -30002
 local MP_BAD_CONTEXT = -30003
 local MP_NOMEM = -30004
@@ -247,13 +248,19 @@ function Res:json(value)
 end
 
 --- Streams a piece of the body. Without a declared Content-Length the
--- response is chunked; with one, raw. Returns res.
+-- response is chunked; with one, raw. While more than --write-high-water
+-- bytes wait for the client, the handler waits here. Returns res.
 -- @usage res:write("part 1"); res:write("part 2"); res:finish()
 function Res:write(chunk)
   if type(chunk) == "number" then chunk = tostring(chunk) end
   if type(chunk) ~= "string" then error("res:write: chunk must be a string", 2) end
   local rc = mp_res_write(self, chunk, #chunk)
-  if rc ~= 0 then fail(rc, "res:write") end
+  if rc == MP_AGAIN then
+    -- Queued; the client is behind: wait for it to catch up.
+    yield()
+  elseif rc ~= 0 then
+    fail(rc, "res:write")
+  end
   return self
 end
 

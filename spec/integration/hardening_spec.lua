@@ -76,6 +76,42 @@ describe("timeouts", function()
   end)
 end)
 
+describe("write backpressure", function()
+  local server
+  setup(function()
+    server = start({ "--write-high-water", "262144" })
+  end)
+  teardown(function()
+    if server then server:stop() end
+  end)
+
+  local function rss_kb(pid)
+    local f = assert(io.open("/proc/" .. pid .. "/status"))
+    local text = f:read("*a")
+    f:close()
+    return tonumber(text:match("VmRSS:%s*(%d+)"))
+  end
+
+  it("holds a streaming handler at the high-water mark while its client lags", function()
+    local before = rss_kb(server.pid)
+    local conn = helpers.connect(server.port)
+    conn:send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+    -- The client reads nothing for a while: the 32 MiB must not pile up
+    -- in the server.
+    local deadline = helpers.now() + 1
+    while helpers.now() < deadline do socket.select(nil, nil, 0.1) end
+    local grown = rss_kb(server.pid) - before
+    assert(grown < 8 * 1024, ("the server grew by %d KiB while the client lagged"):format(grown))
+    -- Meanwhile another client is served.
+    assert.equal(200, (helpers.request(server.port, "GET", "/ok")))
+    -- And the whole body arrives once the client reads.
+    local resp = conn:read_response({ timeout = 30 })
+    conn:close()
+    assert.equal(200, resp.status)
+    assert.equal(32 * 1024 * 1024, #resp.body)
+  end)
+end)
+
 describe("--max-connections", function()
   local server
   setup(function()
