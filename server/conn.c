@@ -49,6 +49,9 @@
  * the others get theirs: thousands pipelined in one read must not hold
  * the worker. The rest wait for the next turn (mp_conn_run_deferred). */
 #define TURN_BUDGET 64
+/* Body bytes held for a handler that has not read them yet; past this the
+ * connection stops reading until it does. */
+#define BODY_BUFFERED (64 * 1024)
 
 struct mp_conn {
   uv_tcp_t tcp;
@@ -87,6 +90,9 @@ static char discard[64 * 1024];
 
 static void conn_process(mp_conn *c);
 static void conn_close(mp_conn *c);
+static void handler_done_early(mp_conn *c);
+static void protocol_error(mp_conn *c);
+static void finish_request(mp_conn *c);
 
 mp_buf *mp_conn_out(mp_conn *c) { return &c->out; }
 
@@ -130,14 +136,30 @@ static size_t pending_out(const mp_conn *c) {
 
 size_t mp_conn_unsent(const mp_conn *c) { return pending_out(c); }
 
+size_t mp_conn_unsent_all(const mp_worker *w) {
+  size_t total = 0;
+  for (const mp_conn *c = w->conns; c != NULL; c = c->next)
+    total += pending_out(c);
+  return total;
+}
+
 /* A writer waiting for its output to drain gets its next turn once the
  * output is back under the high-water mark: from the loop, never from
  * inside the write path that noticed. */
 static void defer(mp_conn *c);
 static void wake_writer_later(mp_conn *c) {
-  if (c->req != NULL && c->req->wait_write &&
+  if (c->req != NULL && c->req->wait == MP_WAIT_WRITE &&
       pending_out(c) <= c->w->cfg->write_high_water)
     defer(c);
+}
+
+/* Has what c's handler waits for come? */
+static bool ready_to_wake(const mp_conn *c) {
+  const mp_request *r = c->req;
+  if (r->wait == MP_WAIT_WRITE)
+    return pending_out(c) <= c->w->cfg->write_high_water;
+  if (r->wait == MP_WAIT_BODY) return r->body.len > 0 || r->body_done;
+  return false;
 }
 
 static bool handler_running(const mp_conn *c) {
@@ -197,7 +219,8 @@ static void update_reading(mp_conn *c) {
     /* A deferred connection reads no more this turn: libuv would otherwise
      * call on_read again and again for as long as bytes keep coming. */
     want = !c->close_after_flush && !c->deferred && room(c) > 0 &&
-           pending_out(c) <= HIGH_WATER;
+           pending_out(c) <= HIGH_WATER &&
+           !(c->req != NULL && c->req->body.len >= BODY_BUFFERED);
   if (want && !c->reading) {
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
       c->reading = true;
@@ -255,7 +278,7 @@ void mp_conn_run_deferred(mp_worker *w) {
     list = c->defer_next;
     if (list != NULL) list->defer_prev = NULL;
     if (c->closing) continue;
-    if (c->req != NULL && c->req->wait_write)
+    if (c->req != NULL && ready_to_wake(c))
       mp_request_wake(c->req);
     else
       conn_process(c);
@@ -300,8 +323,9 @@ void mp_conn_close_all(mp_worker *w) {
 }
 
 static void timed_out(mp_conn *c, const char *text) {
+  bool answered = c->req != NULL && c->req->res != MP_RES_NEW;
   drop_request(c);
-  mp_response_error_to(c->w, &c->out, 408, text, true, NULL, 0);
+  if (!answered) mp_response_error_to(c->w, &c->out, 408, text, true, NULL, 0);
   c->close_after_flush = true;
   mp_conn_flush(c);
 }
@@ -329,6 +353,9 @@ void mp_conn_sweep(mp_worker *w) {
       /* A client that stops reading holds its connection only so long. */
       if (write_stalled(c, now)) conn_close(c);
       else c->last_active = now;
+    } else if (c->req != NULL && c->req->wait == MP_WAIT_BODY) {
+      if (now - c->last_active >= cfg->body_timeout_ms)
+        timed_out(c, "request body stalled");
     } else if (handler_running(c)) {
       c->last_active = now; /* time in a handler is not idle time */
     } else if (c->req != NULL && c->h1.state == MP_H1_IN_HEAD) {
@@ -434,6 +461,7 @@ void mp_conn_flush(mp_conn *c) {
 
 static int on_body(void *ud, const char *p, size_t n) {
   mp_conn *c = ud;
+  if (c->req->draining) return 0;
   return mp_buf_append(&c->req->body, p, n);
 }
 
@@ -444,7 +472,11 @@ static void protocol_error(mp_conn *c) {
     snprintf(text, sizeof text, "bad request: %s", why);
   else
     snprintf(text, sizeof text, "%s", why);
+  /* A handler that has begun its answer cannot get an error after it. */
+  bool answered = c->req != NULL && c->req->res != MP_RES_NEW;
   drop_request(c);
+  c->close_after_flush = true;
+  if (answered) return;
   int n = mp_response_error_to(c->w, &c->out, c->h1.status, text, true, NULL, 0);
   c->close_after_flush = true;
   c->w->stats.requests++;
@@ -480,11 +512,42 @@ static void after_process(mp_conn *c) {
   mp_conn_flush(c);
 }
 
+/* Parses body bytes of the message whose handler has started: into the
+ * request's body buffer while the handler may still read them, discarded
+ * once it is done. Returns false when processing must stop here. */
+static bool feed_body(mp_conn *c, unsigned *served) {
+  mp_request *r = c->req;
+  if (c->rpos == c->rlen) return false;
+  if (!r->draining && r->body.len >= BODY_BUFFERED) return false; /* reader behind */
+  int rc = mp_http1_execute(&c->h1, c->rbuf, c->rlen, &c->rpos);
+  if (rc == MP_H1_ERROR) {
+    protocol_error(c);
+    return false;
+  }
+  if (r->wait == MP_WAIT_BODY) defer(c); /* wake the reader next turn */
+  if (rc != MP_H1_MESSAGE) return true;
+  r->body_done = true;
+  if (!r->running) {
+    finish_request(c);
+    (*served)++;
+  }
+  return true;
+}
+
 static void conn_process(mp_conn *c) {
   if (c->processing) return;
   c->processing = true;
   unsigned served = 0;
   while (!c->closing && !c->close_after_flush && !c->lingering) {
+    mp_request *r = c->req;
+    if (r != NULL && r->started && !r->body_done) {
+      /* Whatever the core mallocs from here on is this request's. */
+      mp_c_charge = &r->c_bytes;
+      bool more = feed_body(c, &served);
+      mp_c_charge = NULL;
+      if (!more) break;
+      continue;
+    }
     if (handler_running(c)) break;
     if (pending_out(c) > HIGH_WATER) {
       /* Write what we can now; if the client is not taking it, parse no
@@ -507,37 +570,74 @@ static void conn_process(mp_conn *c) {
       mp_http1_attach(&c->h1, &c->req->msg);
       c->msg_since = uv_now(c->w->loop);
     }
-    /* Whatever the core mallocs from here on is this request's. */
-    mp_c_charge = &c->req->c_bytes;
+    r = c->req;
+    mp_c_charge = &r->c_bytes;
     int rc = mp_http1_execute(&c->h1, c->rbuf, c->rlen, &c->rpos);
-    if (rc == MP_H1_NEED_MORE) {
-      /* The client waits for leave to send its body: the handler will
-       * read it whole, so say yes at once. */
-      if (c->h1.state == MP_H1_IN_BODY && c->req->msg.expect_continue) {
-        c->req->msg.expect_continue = false;
-        mp_buf_append(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
-      }
+    if (rc == MP_H1_NEED_MORE) break;
+    if (rc == MP_H1_ERROR) {
+      protocol_error(c);
       break;
+    }
+    /* A whole head. The body bytes already here are parsed first, so a
+     * handler whose body came with its head finds it whole; one whose body
+     * is still on its way starts now and reads it as it comes. */
+    r->head = c->rbuf + c->h1.msg_off;
+    while (rc == MP_H1_HEAD || rc == MP_H1_NEED_MORE) {
+      if (c->h1.state == MP_H1_DONE || c->rpos == c->rlen ||
+          r->body.len >= BODY_BUFFERED)
+        break;
+      rc = mp_http1_execute(&c->h1, c->rbuf, c->rlen, &c->rpos);
     }
     if (rc == MP_H1_ERROR) {
       protocol_error(c);
       break;
     }
-    c->req->head = c->rbuf + c->h1.msg_off;
-    if (!mp_request_start(c->req)) break; /* suspended */
+    r->body_done = c->h1.state == MP_H1_DONE;
+    r->started = true;
+    bool over = mp_request_start(r);
     mp_c_charge = NULL;
-    finish_request(c);
-    served++;
+    if (!over) continue; /* suspended; its body may still need parsing */
+    if (r->body_done) {
+      finish_request(c);
+      served++;
+    } else {
+      handler_done_early(c);
+    }
   }
   mp_c_charge = NULL;
   c->processing = false;
   after_process(c);
 }
 
+/* The handler is done before its body has all come: the rest is read and
+ * dropped (up to the body limit), unless the client is still waiting for
+ * a 100 Continue it never got: then it may never send the body, and the
+ * connection ends after the response. */
+static void handler_done_early(mp_conn *c) {
+  mp_request *r = c->req;
+  if (r->msg.expect_continue) {
+    c->close_after_flush = true;
+    return;
+  }
+  r->draining = true;
+  r->body.len = 0;
+}
+
 void mp_conn_request_done(mp_conn *c) {
   if (c->closing) return;
-  finish_request(c);
+  if (c->req->body_done)
+    finish_request(c);
+  else
+    handler_done_early(c);
   conn_process(c);
+}
+
+void mp_conn_process(mp_conn *c) {
+  if (!c->closing) conn_process(c);
+}
+
+int mp_conn_continue(mp_conn *c) {
+  return mp_buf_append(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {

@@ -39,13 +39,23 @@ mp_buf *mp_conn_out(mp_conn *c);
 /* Bytes queued on c and not yet taken by the kernel. */
 size_t mp_conn_unsent(const mp_conn *c);
 
+/* The same, summed over every connection of w. */
+size_t mp_conn_unsent_all(const mp_worker *w);
+
 /* Starts writing what is pending. Never runs Lua. */
 void mp_conn_flush(mp_conn *c);
+
+/* Parses and serves what c has pending, and writes its output. Runs Lua
+ * for pipelined requests. */
+void mp_conn_process(mp_conn *c);
 
 /* The request on c has finished (its handler returned and its response is
  * complete) after being suspended: parse and serve what follows. Runs Lua
  * for pipelined requests. */
 void mp_conn_request_done(mp_conn *c);
+
+/* Queues "100 Continue". Returns 0 or MP_NOMEM. */
+int mp_conn_continue(mp_conn *c);
 
 /* The connection must close once what is queued has been written. */
 void mp_conn_close_after_flush(mp_conn *c);

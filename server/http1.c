@@ -226,6 +226,10 @@ static int on_headers_complete(llhttp_t *p) {
     m->expect_continue = false; /* no body to wait for */
   m->chunked = (p->flags & F_CHUNKED) != 0;
   m->upgrade = p->upgrade != 0;
+  /* Known from the head already: the handler may answer before the body
+   * is in. An upgrade is not supported: answer it, then close. */
+  m->keep_alive = llhttp_should_keep_alive(p) && !p->upgrade;
+  h->head_done = true;
   if (p->flags & F_CONTENT_LENGTH) {
     if (p->content_length > h->limits->max_body_size)
       return fail(h, 413, "request body too large");
@@ -234,7 +238,7 @@ static int on_headers_complete(llhttp_t *p) {
 
   split_target(h, m);
   h->state = MP_H1_IN_BODY;
-  return 0;
+  return HPE_PAUSED;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
@@ -410,9 +414,21 @@ int mp_http1_execute(mp_http1 *h, const char *buf, size_t len, size_t *pos) {
       *pos += n;
       continue;
     }
-    if (e == HPE_PAUSED && h->state == MP_H1_DONE) {
+    if (e == HPE_PAUSED) {
       *pos = (size_t)(llhttp_get_error_pos(&h->parser) - buf);
-      return MP_H1_MESSAGE;
+      /* Paused in on_message_complete: stays so until mp_http1_next. */
+      if (h->state == MP_H1_DONE) return MP_H1_MESSAGE;
+      llhttp_resume(&h->parser); /* paused in on_headers_complete */
+      h->head_done = false;
+      if (!h->msg->chunked && h->msg->content_length <= 0) {
+        /* No body: llhttp ends the message without needing a byte. */
+        e = llhttp_execute(&h->parser, buf + *pos, 0);
+        if (e != HPE_OK && e != HPE_PAUSED) {
+          map_llhttp_error(h, e);
+          return MP_H1_ERROR;
+        }
+      }
+      return MP_H1_HEAD;
     }
     map_llhttp_error(h, e);
     return MP_H1_ERROR;

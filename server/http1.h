@@ -13,9 +13,10 @@
  * calls (mp_http1_moved) as long as the head bytes stay contiguous. Body
  * bytes are handed to a callback and may be dropped once it returns.
  *
- * The parser stops after each whole message (MP_H1_MESSAGE) and parses the
- * next only after mp_http1_next(): responses stay in request order without
- * any queue.
+ * The parser stops after each whole head (MP_H1_HEAD), so a handler can
+ * start before its body arrives, and after each whole message
+ * (MP_H1_MESSAGE); it parses the next message only after mp_http1_next():
+ * responses stay in request order without any queue.
  */
 #ifndef MP_HTTP1_H
 #define MP_HTTP1_H
@@ -49,7 +50,7 @@ typedef struct mp_http1_msg {
   uint8_t method; /* llhttp_method_t */
   uint8_t http_major;
   uint8_t http_minor;
-  bool keep_alive;     /* valid after MP_H1_MESSAGE */
+  bool keep_alive;     /* valid from MP_H1_HEAD on */
   bool chunked;
   bool upgrade;
   bool expect_continue; /* Expect: 100-continue, and no 100 sent yet */
@@ -67,7 +68,8 @@ typedef struct mp_http1_msg {
 enum {
   MP_H1_NEED_MORE = 0, /* every byte given was consumed */
   MP_H1_MESSAGE = 1,   /* a whole message; call mp_http1_next() */
-  MP_H1_ERROR = 2      /* see status and error; the connection must close */
+  MP_H1_ERROR = 2,     /* see status and error; the connection must close */
+  MP_H1_HEAD = 3       /* a whole head; its body (if any) follows */
 };
 
 typedef enum { MP_H1_IN_HEAD, MP_H1_IN_BODY, MP_H1_DONE } mp_h1_state;
@@ -91,6 +93,7 @@ typedef struct mp_http1 {
   uint32_t scanned;      /* head bytes scanned so far */
   bool in_value;         /* last header span was a value */
   bool saw_version;      /* the request line had an HTTP-version */
+  bool head_done;        /* MP_H1_HEAD not reported yet */
   size_t extra;          /* trailer and chunk-extension bytes so far */
   /* failure */
   int status;        /* HTTP status to answer with, after MP_H1_ERROR */
@@ -105,7 +108,8 @@ void mp_http1_attach(mp_http1 *h, mp_http1_msg *msg);
 
 /* Parses buf[*pos, len), where the current message starts at h->msg_off.
  * Advances *pos past what was consumed. Returns MP_H1_NEED_MORE,
- * MP_H1_MESSAGE or MP_H1_ERROR. May call on_body; never runs Lua. */
+ * MP_H1_HEAD, MP_H1_MESSAGE or MP_H1_ERROR. After MP_H1_HEAD, calling again
+ * goes on with the body. May call on_body; never runs Lua. */
 int mp_http1_execute(mp_http1 *h, const char *buf, size_t len, size_t *pos);
 
 /* Starts the next message at offset pos of the caller's buffer. */

@@ -139,10 +139,10 @@ int mp_req_param_at(uint64_t ctx, int i, const char **name,
                                 false);
 }
 
-int mp_req_body(uint64_t ctx, const char **out) {
+int mp_req_read(uint64_t ctx, const char **out) {
   LOOKUP(r, MP_CTX_REQ);
-  *out = r->body.data ? r->body.data : "";
-  return (int)r->body.len;
+  if (!r->running) return MP_STATE;
+  return mp_request_read(r, out);
 }
 
 int mp_req_remote_addr(uint64_t ctx, const char **out) {

@@ -38,7 +38,9 @@ int mp_req_param_count(uint64_t ctx);
 /* Path parameter i: its name (NUL-terminated) and decoded value. */
 int mp_req_param_at(uint64_t ctx, int i, const char **name,
                     const char **value);
-int mp_req_body(uint64_t ctx, const char **out);
+/* The next body bytes (their length), 0 at the end of the body, or
+ * MP_AGAIN: the caller must yield, and try again when resumed. */
+int mp_req_read(uint64_t ctx, const char **out);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
 
 int mp_res_status(uint64_t ctx, int status);

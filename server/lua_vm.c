@@ -255,7 +255,7 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
     }
     return ok ? MP_VM_DONE : MP_VM_FAILED;
   }
-  if (st == LUA_YIELD && r->waiting) {
+  if (st == LUA_YIELD && r->wait != MP_WAIT_NONE) {
     lua_settop(co, 0);
     return MP_VM_WAITING;
   }

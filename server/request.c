@@ -69,7 +69,9 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
   r->body.len = 0;
   r->headers.len = 0;
   r->co = NULL;
-  r->running = r->waiting = r->wait_write = false;
+  r->running = false;
+  r->wait = MP_WAIT_NONE;
+  r->started = r->body_done = r->draining = r->continue_sent = false;
   r->lua_bytes = r->c_bytes = 0;
   r->mem_exceeded = false;
   return r;
@@ -129,6 +131,8 @@ void mp_request_free_all(mp_worker *w) {
 
 static int connection_mode(mp_request *r) {
   if (r->w->stopping) r->keep_alive = false; /* draining for shutdown */
+  /* A client still waiting for 100 Continue may never send its body. */
+  if (r->msg.expect_continue && !r->body_done) r->keep_alive = false;
   if (!r->keep_alive) return MP_H1_CONN_CLOSE;
   return r->msg.http_minor == 0 ? MP_H1_CONN_KEEPALIVE : MP_H1_CONN_NONE;
 }
@@ -425,13 +429,13 @@ void mp_request_account(mp_request *r) {
 }
 
 int mp_request_sleep(mp_request *r, uint64_t ms) {
-  if (!r->running || r->waiting) return MP_STATE;
-  r->waiting = true;
+  if (!r->running || r->wait != MP_WAIT_NONE) return MP_STATE;
+  r->wait = MP_WAIT_SLEEP;
   return uv_timer_start(&r->timer, on_sleep_timer, ms, 0);
 }
 
 void mp_request_wake(mp_request *r) {
-  r->waiting = r->wait_write = false;
+  r->wait = MP_WAIT_NONE;
   mp_conn *c = r->conn;
   mp_c_charge = &r->c_bytes;
   bool over = settle(r, mp_vm_resume(r->w->vm, r));
@@ -439,19 +443,36 @@ void mp_request_wake(mp_request *r) {
   if (over)
     mp_conn_request_done(c);
   else
-    mp_conn_flush(c);
+    mp_conn_process(c); /* its body may need parsing, its output writing */
 }
 
 static void on_sleep_timer(uv_timer_t *t) { mp_request_wake(t->data); }
 
 int mp_request_wait_write(mp_request *r) {
-  r->waiting = r->wait_write = true;
+  r->wait = MP_WAIT_WRITE;
+  return MP_AGAIN;
+}
+
+int mp_request_read(mp_request *r, const char **out) {
+  if (r->body.len > 0) {
+    *out = r->body.data;
+    int n = (int)r->body.len;
+    r->body.len = 0; /* the caller copies the bytes before anything else */
+    return n;
+  }
+  if (r->body_done) return 0;
+  if (r->msg.expect_continue && r->res == MP_RES_NEW) {
+    if (mp_conn_continue(r->conn) != 0) return MP_NOMEM;
+    r->msg.expect_continue = false;
+    r->continue_sent = true;
+  }
+  r->wait = MP_WAIT_BODY;
   return MP_AGAIN;
 }
 
 void mp_request_abort(mp_request *r) {
   if (!r->running) return;
   uv_timer_stop(&r->timer);
-  r->waiting = r->wait_write = false;
+  r->wait = MP_WAIT_NONE;
   mp_vm_abandon(r->w->vm, r);
 }

@@ -19,6 +19,14 @@
 #include "router.h"
 #include "worker.h"
 
+/* What a suspended handler waits for. */
+typedef enum {
+  MP_WAIT_NONE,
+  MP_WAIT_SLEEP, /* moonport.sleep: its timer */
+  MP_WAIT_WRITE, /* res:write: the client to catch up */
+  MP_WAIT_BODY   /* req:read: more of the body */
+} mp_wait;
+
 typedef enum {
   MP_RES_NEW,       /* nothing written yet */
   MP_RES_STREAMING, /* head written, body going out in pieces */
@@ -34,7 +42,11 @@ struct mp_request {
 
   mp_http1_msg msg;
   mp_route_match match;
-  mp_buf body;
+  mp_buf body;        /* body bytes parsed and not yet read by the handler */
+  bool started;       /* its handler has been started */
+  bool body_done;     /* the whole body has been parsed */
+  bool draining;      /* the handler is done: the rest of the body is dropped */
+  bool continue_sent; /* 100 Continue went out */
 
   /* The response. */
   int status;
@@ -59,8 +71,7 @@ struct mp_request {
   void *co;        /* its coroutine (a lua_State), NULL when none */
   int co_ref;      /* the coroutine's registry reference */
   bool running;    /* the handler has not returned yet */
-  bool waiting;    /* suspended: in moonport.sleep, or a writer */
-  bool wait_write; /* suspended until its connection's output drains */
+  mp_wait wait;    /* MP_WAIT_NONE unless suspended */
   uv_timer_t timer;
 
   mp_hfield fields[]; /* limits.max_headers entries, msg.fields points here */
@@ -107,6 +118,12 @@ void mp_request_account(mp_request *r);
  * yield right after) until the connection's output drains below it, when
  * the connection calls mp_request_wake. Returns MP_AGAIN. */
 int mp_request_wait_write(mp_request *r);
+
+/* The next body bytes for the handler: their length (valid until the
+ * next parse), 0 at the end of the body, or MP_AGAIN: none yet, and the
+ * caller must yield until the core resumes it. The first wait sends 100
+ * Continue when the client asked for it. */
+int mp_request_read(mp_request *r, const char **out);
 
 /* Resumes r's handler after its wait is over. Runs Lua. */
 void mp_request_wake(mp_request *r);

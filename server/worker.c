@@ -307,12 +307,14 @@ int mp_worker_stats_json(mp_worker *w, mp_buf *out) {
   const mp_stats *st = &w->stats;
   int rc = put(out,
                "{\"worker\":{\"pid\":%d,\"requests\":%llu,"
-               "\"connections\":{\"open\":%u,\"accepted\":%llu,\"refused\":%llu},"
+               "\"connections\":{\"open\":%u,\"accepted\":%llu,\"refused\":%llu,"
+               "\"unsent_bytes\":%zu},"
                "\"lua_heap_bytes\":%zu,\"mallocs\":%llu,"
                "\"memory_limit_hits\":%llu},\"routes\":[",
                (int)getpid(), (unsigned long long)st->requests, w->nconns,
                (unsigned long long)st->accepted,
-               (unsigned long long)st->refused, mp_vm_heap_size(w->vm),
+               (unsigned long long)st->refused, mp_conn_unsent_all(w),
+               mp_vm_heap_size(w->vm),
                (unsigned long long)mp_malloc_count,
                (unsigned long long)st->memory_limit_hits);
   for (unsigned i = 0; rc == 0 && i < st->nroutes; i++) {

@@ -22,6 +22,7 @@ local C = ffi.C
 local type, tostring, error = type, tostring, error
 local ffi_string = ffi.string
 local yield = coroutine.yield
+local concat = table.concat
 local xpcall, traceback = xpcall, debug.traceback
 
 ffi.cdef[[
@@ -37,7 +38,7 @@ int mp_req_query(uint64_t ctx, const char *name, size_t nlen,
 int mp_req_param_count(uint64_t ctx);
 int mp_req_param_at(uint64_t ctx, int i, const char **name,
                     const char **value);
-int mp_req_body(uint64_t ctx, const char **out);
+int mp_req_read(uint64_t ctx, const char **out);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
 int mp_res_status(uint64_t ctx, int status);
 int mp_res_header(uint64_t ctx, const char *name, size_t nlen,
@@ -51,8 +52,8 @@ int mp_sleep(double ms);
 
 -- Every C function, looked up once now: the lookups walk the symbol tables
 -- of every loaded library, and that is startup's work, not a request's.
-local mp_req_body = C.mp_req_body
 local mp_req_header = C.mp_req_header
+local mp_req_read = C.mp_req_read
 local mp_req_header_at = C.mp_req_header_at
 local mp_req_header_count = C.mp_req_header_count
 local mp_req_method = C.mp_req_method
@@ -175,20 +176,46 @@ function req_methods.query(self, name)
   return ffi_string(out[0], n)
 end
 
---- The whole request body as a string ("" when there is none).
+--- The next piece of the request body as it arrives, or nil at its end.
+-- Waits (other requests go on) while none has come; the first wait sends
+-- 100 Continue to a client that asked for it.
+-- @usage local piece = req:read()
+function req_methods.read(self)
+  while true do
+    local n = mp_req_read(self, out)
+    if n > 0 then return ffi_string(out[0], n) end
+    if n == 0 then return nil end
+    if n == MP_AGAIN then
+      yield()
+    else
+      fail(n, "req:read")
+    end
+  end
+end
+
+--- Iterates over the pieces of the request body as they arrive.
+-- @usage for piece in req:chunks() do sink(piece) end
+function req_methods.chunks(self)
+  return function() return self:read() end
+end
+
+--- The request body as a string ("" when there is none): the whole body,
+-- or what is left of it after req:read.
 -- @usage local raw = req:body()
 function req_methods.body(self)
-  local n = mp_req_body(self, out)
-  if n < 0 then fail(n, "req:body") end
-  return ffi_string(out[0], n)
+  local first = self:read()
+  if first == nil then return "" end
+  local second = self:read()
+  if second == nil then return first end
+  local parts = { first, second }
+  for piece in self:chunks() do parts[#parts + 1] = piece end
+  return concat(parts)
 end
 
 --- The body decoded as JSON; nil and a message when it is not JSON.
 -- @usage local doc, err = req:json()
 function req_methods.json(self)
-  local n = mp_req_body(self, out)
-  if n < 0 then fail(n, "req:json") end
-  local ok, value = pcall(cjson.decode, ffi_string(out[0], n))
+  local ok, value = pcall(cjson.decode, self:body())
   if not ok then return nil, "invalid JSON: " .. tostring(value) end
   return value
 end

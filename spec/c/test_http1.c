@@ -40,6 +40,16 @@ static void setup(parsed *t) {
   mp_http1_attach(&t->h, &t->msg);
 }
 
+/* mp_http1_execute, going on after a whole head as the connection does;
+ * counts the heads reported. */
+static int heads_seen;
+static int exec(parsed *t, const char *buf, size_t len, size_t *pos) {
+  int rc;
+  while ((rc = mp_http1_execute(&t->h, buf, len, pos)) == MP_H1_HEAD)
+    heads_seen++;
+  return rc;
+}
+
 /* Feeds s as reads of `step` bytes (0: all at once) into one buffer that
  * ends exactly where the input does. Returns the last result; *pos is how
  * far the parser got. */
@@ -53,7 +63,7 @@ static int feedn(parsed *t, const char *s, size_t len, size_t step,
   size_t avail = 0;
   while (avail < len) {
     avail = step == 0 ? len : (avail + step < len ? avail + step : len);
-    rc = mp_http1_execute(&t->h, buf, avail, pos);
+    rc = exec(t, buf, avail, pos);
     if (rc != MP_H1_NEED_MORE) break;
   }
   return rc;
@@ -125,14 +135,40 @@ static void test_every_split(void) {
     char *buf = malloc(len);
     memcpy(buf, REQ, len);
     size_t pos = 0;
-    int rc = mp_http1_execute(&t.h, buf, cut, &pos);
+    heads_seen = 0;
+    int rc = exec(&t, buf, cut, &pos);
     CHECK_EQ_INT(rc, MP_H1_NEED_MORE);
     CHECK_EQ_INT(pos, cut);
-    rc = mp_http1_execute(&t.h, buf, len, &pos);
+    rc = exec(&t, buf, len, &pos);
+    CHECK_EQ_INT(heads_seen, 1);
     CHECK_EQ_INT(rc, MP_H1_MESSAGE);
     if (rc == MP_H1_MESSAGE) check_req(&t, buf);
     free(buf);
   }
+}
+
+/* The head is reported before any body byte is parsed, and a message
+ * without a body is whole right after its head. */
+static void test_head_first(void) {
+  const char *req = "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhel";
+  parsed t;
+  setup(&t);
+  char *buf = malloc(strlen(req));
+  memcpy(buf, req, strlen(req));
+  size_t pos = 0;
+  CHECK_EQ_INT(mp_http1_execute(&t.h, buf, strlen(req), &pos), MP_H1_HEAD);
+  CHECK_EQ_INT(t.body_len, 0);
+  CHECK_EQ_INT(pos, strlen(req) - 3);
+  CHECK_EQ_INT(mp_http1_execute(&t.h, buf, strlen(req), &pos), MP_H1_NEED_MORE);
+  CHECK_SPAN(t.body, t.body_len, "hel");
+  free(buf);
+
+  const char *get = "GET /x HTTP/1.1\r\nHost: x\r\n\r\n";
+  setup(&t);
+  pos = 0;
+  CHECK_EQ_INT(mp_http1_execute(&t.h, get, strlen(get), &pos), MP_H1_HEAD);
+  CHECK_EQ_INT(pos, strlen(get));
+  CHECK_EQ_INT(mp_http1_execute(&t.h, get, strlen(get), &pos), MP_H1_MESSAGE);
 }
 
 static void test_pipelined(void) {
@@ -149,13 +185,13 @@ static void test_pipelined(void) {
   CHECK_SPAN(buf + t.h.msg_off + t.msg.path.off, t.msg.path.len, "/a");
   CHECK(t.msg.keep_alive);
   mp_http1_next(&t.h, pos);
-  rc = mp_http1_execute(&t.h, buf, strlen(two), &pos);
+  rc = exec(&t, buf, strlen(two), &pos);
   CHECK_EQ_INT(rc, MP_H1_MESSAGE);
   CHECK_SPAN(buf + t.h.msg_off + t.msg.path.off, t.msg.path.len, "/b");
   CHECK(t.msg.keep_alive); /* HTTP/1.0 asking for keep-alive */
   mp_http1_next(&t.h, pos);
   CHECK(mp_http1_idle(&t.h));
-  rc = mp_http1_execute(&t.h, buf, strlen(two), &pos);
+  rc = exec(&t, buf, strlen(two), &pos);
   CHECK_EQ_INT(rc, MP_H1_NEED_MORE); /* the start of a third */
   CHECK(!mp_http1_idle(&t.h));
   CHECK_EQ_INT(pos, strlen(two));
@@ -326,12 +362,12 @@ static void test_moved(void) {
   t.h.msg_off = 10;
   size_t pos = 10;
   size_t end = 10 + strlen(part1);
-  CHECK_EQ_INT(mp_http1_execute(&t.h, buf, end, &pos), MP_H1_NEED_MORE);
+  CHECK_EQ_INT(exec(&t, buf, end, &pos), MP_H1_NEED_MORE);
   memmove(buf, buf + 10, strlen(part1));
   mp_http1_moved(&t.h, 0);
   pos -= 10;
   memcpy(buf + pos, part2, strlen(part2));
-  CHECK_EQ_INT(mp_http1_execute(&t.h, buf, pos + strlen(part2), &pos), MP_H1_MESSAGE);
+  CHECK_EQ_INT(exec(&t, buf, pos + strlen(part2), &pos), MP_H1_MESSAGE);
   CHECK_SPAN(buf + t.msg.path.off, t.msg.path.len, "/moved");
   CHECK(field_value(&t, buf, "host") && strcmp(field_value(&t, buf, "host"), "x") == 0);
 }
@@ -431,6 +467,7 @@ static void test_decoding(void) {
 int main(void) {
   test_whole_and_every_step();
   test_every_split();
+  test_head_first();
   test_pipelined();
   test_keep_alive_rules();
   test_chunked();
