@@ -20,11 +20,12 @@ void *mp_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   if (nsize == 0) {
     heap->base(heap->base_ud, ptr, osize, 0);
     heap->in_use -= osize;
+    if (heap->live != NULL) *heap->live -= (int64_t)osize;
     return NULL;
   }
   size_t growth = nsize > osize ? nsize - osize : 0;
-  if (heap->charge != NULL && growth > 0 &&
-      *heap->charge + growth > heap->limit) {
+  if (heap->live != NULL && growth > 0 &&
+      (*heap->exceeded || *heap->live + (int64_t)growth > (int64_t)heap->limit)) {
     *heap->exceeded = true;
     return NULL;
   }
@@ -32,6 +33,9 @@ void *mp_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   if (p == NULL) return NULL;
   heap->in_use = heap->in_use - osize + nsize;
   heap->allocated += growth;
-  if (heap->charge != NULL) *heap->charge += growth;
+  if (heap->charge != NULL) {
+    *heap->charge += growth;
+    *heap->live += (int64_t)nsize - (int64_t)osize;
+  }
   return p;
 }

@@ -18,10 +18,14 @@ typedef struct mp_lua_heap {
   void *base_ud;
   size_t in_use;      /* bytes live in the Lua heap */
   uint64_t allocated; /* bytes ever handed out (growths count their growth) */
-  /* While a request's handler runs: its byte count, and its limit. An
-   * allocation that would take *charge past limit is refused (Lua raises
-   * "not enough memory" in the handler) and *exceeded is set. */
+  /* While a request's handler runs: the bytes it allocated (*charge), the
+   * heap's growth while it ran (*live: allocations less frees, whoever made
+   * the freed blocks), and its limit. An allocation that would take *live
+   * past limit is refused (Lua raises "not enough memory" in the handler)
+   * and *exceeded is set. The limit bounds what a request holds, so a
+   * handler may stream far more than it through short-lived strings. */
   uint64_t *charge;
+  int64_t *live;
   uint64_t limit;
   bool *exceeded;
 } mp_lua_heap;

@@ -62,8 +62,8 @@ static const option options[] = {
      "a handler streaming with res:write waits while more than this is "
      "unsent (default 256k)"},
     {"--request-memory-limit", OPT_BYTES, "BYTES",
-     "Lua bytes one request may allocate; past it the request gets 500 "
-     "(default 8m)"},
+     "how far one request may grow the Lua heap; past it the request gets "
+     "500 (default 8m)"},
     {"--access-log", OPT_PATH, "PATH|-",
      "log every request to PATH (- for stdout): Common Log Format, then "
      "seconds, Lua bytes and C bytes"},

@@ -220,8 +220,9 @@ static void log_failure(mp_vm *vm, mp_request *r, const char *msg) {
 static void over_limit(mp_vm *vm, mp_request *r) {
   char msg[160];
   snprintf(msg, sizeof msg,
-           "request memory limit exceeded: %llu bytes allocated, limit %llu",
-           (unsigned long long)r->lua_bytes,
+           "request memory limit exceeded: %lld bytes held (%llu allocated), "
+           "limit %llu",
+           (long long)r->lua_live, (unsigned long long)r->lua_bytes,
            (unsigned long long)vm->heap.limit);
   log_failure(vm, r, msg);
   vm->w->stats.memory_limit_hits++;
@@ -232,9 +233,11 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
   lua_State *co = r->co;
   vm->w->current = r;
   vm->heap.charge = &r->lua_bytes;
+  vm->heap.live = &r->lua_live;
   vm->heap.exceeded = &r->mem_exceeded;
   int st = lua_resume(co, nargs);
   vm->heap.charge = NULL;
+  vm->heap.live = NULL;
   vm->w->current = NULL;
 
   if (st == LUA_YIELD && lua_gettop(co) >= 2 &&

@@ -73,6 +73,7 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
   r->wait = MP_WAIT_NONE;
   r->started = r->body_done = r->draining = r->continue_sent = false;
   r->lua_bytes = r->c_bytes = 0;
+  r->lua_live = 0;
   r->mem_exceeded = false;
   return r;
 }

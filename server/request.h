@@ -64,6 +64,7 @@ struct mp_request {
   /* What the request cost. */
   uint64_t start_ns;  /* uv_hrtime() when its head was complete */
   uint64_t lua_bytes; /* allocated in Lua while its handler ran */
+  int64_t lua_live;   /* the Lua heap's growth while it ran */
   uint64_t c_bytes;   /* malloc'ed by the core on its behalf */
   bool mem_exceeded;  /* its handler went past --request-memory-limit */
 
