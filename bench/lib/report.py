@@ -298,6 +298,28 @@ BUDGET = {"GET /hello": 0, "GET /health": 256, "GET /users/:id": 512,
           "GET /search": 512, "POST /add": 1024}
 
 
+def bigbody_section(path):
+    """moonport's large-body figures, from bench/lib/bigbody.sh's lines."""
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path) as f:
+        for line in f:
+            kind, *pairs = line.split()
+            m = dict(p.split("=", 1) for p in pairs)
+            what = ("GET, written in 64 KiB pieces with res:write" if kind == "download"
+                    else "PUT, chunked, read with req:read")
+            rows.append(f"| {kind} | {what} | {float(m['mb_s']) / 1000:.2f} | "
+                        f"{int(m['growth_kb']):,} | {m['runs'].replace(',', ', ')} |")
+    return ["## Large bodies", "",
+            "moonport with bench/lib/bigbody.lua moving 512 MiB over loopback with "
+            "curl (server on CPU 0, curl on CPU 1); the median of the transfers, and "
+            "how far the server's RSS rose above where it was (its peak, VmHWM, "
+            "reset before the transfers).", "",
+            "| transfer | how | GB/s | RSS growth KiB | each run, MB/s |",
+            "| --- | --- | ---: | ---: | --- |"] + rows + [""]
+
+
 def alloc_section(path):
     """moonport's bytes per request, from bench/lib/alloc.py's lines."""
     if not os.path.exists(path):
@@ -363,6 +385,7 @@ def main():
     lines += body
     lines += startup_section(startup)
     lines += memory_section(memory)
+    lines += bigbody_section(os.path.join(args.work, "bigbody.txt"))
     lines += alloc_section(os.path.join(args.work, "alloc.txt"))
     lines += profile_section(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                           "..", "profile", "PROFILE.md"))
