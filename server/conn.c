@@ -459,6 +459,12 @@ void mp_conn_flush(mp_conn *c) {
   update_reading(c);
 }
 
+static int on_trailer(void *ud, int what, const char *p, size_t n) {
+  mp_conn *c = ud;
+  if (c->req->draining) return 0;
+  return mp_request_trailer(c->req, what, p, n);
+}
+
 static int on_body(void *ud, const char *p, size_t n) {
   mp_conn *c = ud;
   if (c->req->draining) return 0;
@@ -680,7 +686,7 @@ void mp_conn_accept(mp_worker *w) {
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
-  mp_http1_init(&c->h1, &w->limits, on_body, c);
+  mp_http1_init(&c->h1, &w->limits, on_body, on_trailer, c);
   c->out.pool = &w->out_pool;
   c->wbuf.pool = &w->out_pool;
   c->next = w->conns;

@@ -91,10 +91,18 @@ static int on_chunk_extension(llhttp_t *p, const char *at, size_t n) {
   return extra_bytes(from_parser(p), n);
 }
 
+/* A piece of a trailer field: counted, and handed to the caller. */
+static int trailer(mp_http1 *h, int what, const char *at, size_t n) {
+  if (extra_bytes(h, n) != 0) return -1;
+  if (h->on_trailer != NULL && h->on_trailer(h->ud, what, at, n) != 0)
+    return fail(h, 500, "internal server error");
+  return 0;
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t n) {
   mp_http1 *h = from_parser(p);
   mp_http1_msg *m = h->msg;
-  if (h->state != MP_H1_IN_HEAD) return extra_bytes(h, n); /* a trailer */
+  if (h->state != MP_H1_IN_HEAD) return trailer(h, MP_H1_TRAILER_NAME, at, n);
   if (h->in_value || m->nfields == 0) {
     if (m->nfields == h->limits->max_headers)
       return fail(h, 431, "too many header fields");
@@ -119,7 +127,7 @@ static int on_header_field_complete(llhttp_t *p) {
 static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   mp_http1 *h = from_parser(p);
   mp_http1_msg *m = h->msg;
-  if (h->state != MP_H1_IN_HEAD) return extra_bytes(h, n);
+  if (h->state != MP_H1_IN_HEAD) return trailer(h, MP_H1_TRAILER_VALUE, at, n);
   span_grow(h, &m->fields[m->nfields - 1].value, at, n);
   return 0;
 }
@@ -202,7 +210,7 @@ static void split_target(mp_http1 *h, mp_http1_msg *m) {
  * section 5.5: neither belongs to the value). */
 static int on_header_value_complete(llhttp_t *p) {
   mp_http1 *h = from_parser(p);
-  if (h->state != MP_H1_IN_HEAD) return 0;
+  if (h->state != MP_H1_IN_HEAD) return trailer(h, MP_H1_TRAILER_END, NULL, 0);
   mp_span *v = &h->msg->fields[h->msg->nfields - 1].value;
   const char *start = h->base + h->msg_off + v->off;
   while (v->len > 0 && (start[v->len - 1] == ' ' || start[v->len - 1] == '\t'))
@@ -276,12 +284,14 @@ static const llhttp_settings_t settings = {
 };
 
 void mp_http1_init(mp_http1 *h, const mp_http1_limits *limits,
-                   mp_http1_body_cb on_body_cb, void *ud) {
+                   mp_http1_body_cb on_body_cb, mp_http1_trailer_cb on_trailer,
+                   void *ud) {
   memset(h, 0, sizeof *h);
   llhttp_init(&h->parser, HTTP_REQUEST, &settings);
   h->parser.data = h;
   h->limits = limits;
   h->on_body = on_body_cb;
+  h->on_trailer = on_trailer;
   h->ud = ud;
   h->state = MP_H1_IN_HEAD;
   h->scan = SC_PRE;

@@ -78,11 +78,18 @@ typedef enum { MP_H1_IN_HEAD, MP_H1_IN_BODY, MP_H1_DONE } mp_h1_state;
  * with a 500. */
 typedef int (*mp_http1_body_cb)(void *ud, const char *p, size_t n);
 
+/* Receives a trailer field in pieces (they are not kept in the caller's
+ * buffer): MP_H1_TRAILER_NAME and MP_H1_TRAILER_VALUE with bytes, then
+ * MP_H1_TRAILER_END. Returns 0, or non-zero to fail with a 500. */
+enum { MP_H1_TRAILER_NAME, MP_H1_TRAILER_VALUE, MP_H1_TRAILER_END };
+typedef int (*mp_http1_trailer_cb)(void *ud, int what, const char *p, size_t n);
+
 typedef struct mp_http1 {
   llhttp_t parser;
   const mp_http1_limits *limits;
   mp_http1_msg *msg;
   mp_http1_body_cb on_body;
+  mp_http1_trailer_cb on_trailer;
   void *ud;
   const char *base;  /* the caller's buffer during mp_http1_execute */
   size_t msg_off;    /* where the current message starts in that buffer */
@@ -101,7 +108,8 @@ typedef struct mp_http1 {
 } mp_http1;
 
 void mp_http1_init(mp_http1 *h, const mp_http1_limits *limits,
-                   mp_http1_body_cb on_body, void *ud);
+                   mp_http1_body_cb on_body, mp_http1_trailer_cb on_trailer,
+                   void *ud);
 
 /* Attaches the head record the next message is parsed into. */
 void mp_http1_attach(mp_http1 *h, mp_http1_msg *msg);

@@ -152,6 +152,12 @@ int mp_req_remote_addr(uint64_t ctx, const char **out) {
   return (int)strlen(*out);
 }
 
+int mp_req_trailers(uint64_t ctx, const char **out) {
+  LOOKUP(r, MP_CTX_REQ);
+  *out = r->trailers.data ? r->trailers.data : "";
+  return (int)r->trailers.len;
+}
+
 int mp_res_status(uint64_t ctx, int status) {
   LOOKUP_RES(r);
   return mp_response_status(r, status);

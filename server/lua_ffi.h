@@ -42,6 +42,8 @@ int mp_req_param_at(uint64_t ctx, int i, const char **name,
  * MP_AGAIN: the caller must yield, and try again when resumed. */
 int mp_req_read(uint64_t ctx, const char **out);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
+/* The trailer fields kept so far, as "name: value\n" lines. */
+int mp_req_trailers(uint64_t ctx, const char **out);
 
 int mp_res_status(uint64_t ctx, int status);
 int mp_res_header(uint64_t ctx, const char *name, size_t nlen,

@@ -72,6 +72,8 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
   r->running = false;
   r->wait = MP_WAIT_NONE;
   r->started = r->body_done = r->draining = r->continue_sent = false;
+  r->trailers.len = 0;
+  r->in_trailer = r->trailer_value = false;
   r->lua_bytes = r->c_bytes = 0;
   r->lua_live = 0;
   r->mem_exceeded = false;
@@ -84,6 +86,7 @@ void mp_request_release(mp_request *r) {
   r->conn = NULL;
   if (r->body.cap > KEEP_BODY) mp_buf_release(&r->body);
   if (r->headers.cap > KEEP_HEADERS) mp_buf_release(&r->headers);
+  if (r->trailers.cap > KEEP_HEADERS) mp_buf_release(&r->trailers);
   w->free_slots[w->nfree_slots++] = r->slot;
 }
 
@@ -119,6 +122,7 @@ void mp_request_free_all(mp_worker *w) {
     mp_request *r = w->reqs[i];
     mp_buf_release(&r->body);
     mp_buf_release(&r->headers);
+    mp_buf_release(&r->trailers);
     uv_close((uv_handle_t *)&r->timer, free_on_close);
   }
   free(w->reqs);
@@ -452,6 +456,51 @@ static void on_sleep_timer(uv_timer_t *t) { mp_request_wake(t->data); }
 int mp_request_wait_write(mp_request *r) {
   r->wait = MP_WAIT_WRITE;
   return MP_AGAIN;
+}
+
+/* Fields a sender must not put in a trailer (RFC 9110 section 6.5.1):
+ * framing, routing, request modifiers, authentication, content handling. */
+static const char *const not_trailers[] = {
+    "authorization", "cache-control", "connection", "content-encoding",
+    "content-length", "content-range", "content-type", "cookie", "expect",
+    "host", "keep-alive", "max-forwards", "pragma", "proxy-authorization",
+    "range", "set-cookie", "te", "trailer", "transfer-encoding", "upgrade"};
+
+static bool may_trail(const char *name, size_t n) {
+  for (size_t i = 0; i < sizeof not_trailers / sizeof not_trailers[0]; i++)
+    if (strlen(not_trailers[i]) == n && mp_http1_ieq(name, not_trailers[i], n))
+      return false;
+  return true;
+}
+
+int mp_request_trailer(mp_request *r, int what, const char *p, size_t n) {
+  mp_buf *b = &r->trailers;
+  if (what == MP_H1_TRAILER_NAME) {
+    if (!r->in_trailer) {
+      r->in_trailer = true;
+      r->trailer_value = false;
+      r->trailer_start = b->len;
+    }
+    return mp_buf_append(b, p, n);
+  }
+  if (!r->in_trailer) return 0;
+  if (!r->trailer_value) {
+    r->trailer_value = true;
+    if (mp_buf_append(b, ": ", 2) != 0) return MP_NOMEM;
+  }
+  if (what == MP_H1_TRAILER_VALUE) return mp_buf_append(b, p, n);
+  /* The field is whole: keep it, or not. */
+  r->in_trailer = false;
+  const char *name = b->data + r->trailer_start;
+  const char *colon = memchr(name, ':', b->len - r->trailer_start);
+  if (colon == NULL || !may_trail(name, (size_t)(colon - name))) {
+    b->len = r->trailer_start;
+    return 0;
+  }
+  size_t value = (size_t)(colon - b->data) + 2; /* past ": " */
+  while (b->len > value && (b->data[b->len - 1] == ' ' || b->data[b->len - 1] == '\t'))
+    b->len--;
+  return mp_buf_append(b, "\n", 1);
 }
 
 int mp_request_read(mp_request *r, const char **out) {

@@ -47,6 +47,10 @@ struct mp_request {
   bool body_done;     /* the whole body has been parsed */
   bool draining;      /* the handler is done: the rest of the body is dropped */
   bool continue_sent; /* 100 Continue went out */
+  mp_buf trailers;    /* "name: value\n" for each trailer field kept */
+  size_t trailer_start; /* where the field being parsed begins in it */
+  bool in_trailer;      /* a trailer field is being parsed */
+  bool trailer_value;   /* and its value has begun */
 
   /* The response. */
   int status;
@@ -125,6 +129,10 @@ int mp_request_wait_write(mp_request *r);
  * caller must yield until the core resumes it. The first wait sends 100
  * Continue when the client asked for it. */
 int mp_request_read(mp_request *r, const char **out);
+
+/* A piece of a trailer field from the parser (MP_H1_TRAILER_*). Fields
+ * that must not be trailers are dropped. Returns 0 or MP_NOMEM. */
+int mp_request_trailer(mp_request *r, int what, const char *p, size_t n);
 
 /* Resumes r's handler after its wait is over. Runs Lua. */
 void mp_request_wake(mp_request *r);

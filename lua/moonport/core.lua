@@ -40,6 +40,7 @@ int mp_req_param_at(uint64_t ctx, int i, const char **name,
                     const char **value);
 int mp_req_read(uint64_t ctx, const char **out);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
+int mp_req_trailers(uint64_t ctx, const char **out);
 int mp_res_status(uint64_t ctx, int status);
 int mp_res_header(uint64_t ctx, const char *name, size_t nlen,
                   const char *value, size_t vlen);
@@ -62,6 +63,7 @@ local mp_req_param_count = C.mp_req_param_count
 local mp_req_query = C.mp_req_query
 local mp_req_remote_addr = C.mp_req_remote_addr
 local mp_req_target = C.mp_req_target
+local mp_req_trailers = C.mp_req_trailers
 local mp_res_finish = C.mp_res_finish
 local mp_res_header = C.mp_res_header
 local mp_res_send = C.mp_res_send
@@ -210,6 +212,22 @@ function req_methods.body(self)
   local parts = { first, second }
   for piece in self:chunks() do parts[#parts + 1] = piece end
   return concat(parts)
+end
+
+--- The trailer fields of a chunked body, as a table of lower-case names
+-- to values ({} when none); complete once the body has been read to its
+-- end. Fields that must not be trailers (Content-Length, Host, ...) are
+-- never there.
+-- @usage for piece in req:chunks() do end; local sum = req:trailers()["x-checksum"]
+function req_methods.trailers(self)
+  local n = mp_req_trailers(self, out)
+  if n < 0 then fail(n, "req:trailers") end
+  local fields = {}
+  for name, value in ffi_string(out[0], n):gmatch("([^:\n]*): ([^\n]*)\n") do
+    name = name:lower()
+    fields[name] = fields[name] and (fields[name] .. ", " .. value) or value
+  end
+  return fields
 end
 
 --- The body decoded as JSON; nil and a message when it is not JSON.

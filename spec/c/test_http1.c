@@ -36,7 +36,7 @@ static int collect(void *ud, const char *p, size_t n) {
 static void setup(parsed *t) {
   memset(t, 0, sizeof *t);
   t->msg.fields = t->fields;
-  mp_http1_init(&t->h, &limits, collect, t);
+  mp_http1_init(&t->h, &limits, collect, NULL, t);
   mp_http1_attach(&t->h, &t->msg);
 }
 

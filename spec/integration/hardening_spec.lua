@@ -233,6 +233,19 @@ describe("request shapes", function()
     assert.equal("example.test:8080", helpers.json(resp.body).header)
   end)
 
+  it("hands trailers to req:trailers(), without the fields that must not be trailers", function()
+    local conn = helpers.connect(server.port)
+    conn:send("POST /trailers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      .. "5\r\nhello\r\n0\r\nX-Sum: 42 \r\nContent-Length: 99\r\nHost: evil\r\nX-Empty:\r\n\r\n")
+    local resp = conn:read_response()
+    conn:close()
+    assert.equal(200, resp.status)
+    local doc = helpers.json(resp.body)
+    assert.equal("hello", doc.body)
+    assert.same({ ["x-sum"] = "42", ["x-empty"] = "" }, doc.trailers)
+    assert.equal("nil", doc.header)
+  end)
+
   it("refuses chunk extensions past the head limit with 431", function()
     local conn = helpers.connect(server.port)
     conn:send("POST /echo/x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
