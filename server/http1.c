@@ -117,6 +117,10 @@ static int on_header_field_complete(llhttp_t *p) {
   mp_http1 *h = from_parser(p);
   mp_http1_msg *m = h->msg;
   if (h->state != MP_H1_IN_HEAD) return 0;
+  /* llhttp 8.1 lets ": value" through; a field name is a token (RFC 9110
+   * section 5.1), never empty. */
+  if (m->nfields == 0 || m->fields[m->nfields - 1].name.len == 0)
+    return fail(h, 400, "empty header field name");
   /* A value may be empty, in which case on_header_value never runs: open
    * the value here so the next name starts a new field. */
   h->in_value = true;
@@ -138,17 +142,21 @@ static bool field_is(mp_http1 *h, const mp_hfield *f, const char *name,
          mp_http1_ieq(h->base + h->msg_off + f->name.off, name, len);
 }
 
-/* Is every coding in this Transfer-Encoding value "chunked"? */
-static bool only_chunked(const char *v, size_t len) {
+/* Reads the codings of one Transfer-Encoding value: *other is set when
+ * one is not "chunked", *last_chunked says whether the value's last one
+ * is (left as it was for an empty value). */
+static void read_codings(const char *v, size_t len, bool *other,
+                         bool *last_chunked) {
   size_t i = 0;
   while (i < len) {
     while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ',')) i++;
     size_t start = i;
     while (i < len && v[i] != ',' && v[i] != ' ' && v[i] != '\t') i++;
-    if (i > start && !(i - start == 7 && mp_http1_ieq(v + start, "chunked", 7)))
-      return false;
+    if (i == start) continue;
+    bool chunked = i - start == 7 && mp_http1_ieq(v + start, "chunked", 7);
+    if (!chunked) *other = true;
+    *last_chunked = chunked;
   }
-  return true;
 }
 
 /* What llhttp 8.1.0 leaves to the server: Host, Expect and the codings of
@@ -157,6 +165,7 @@ static int check_fields(mp_http1 *h, llhttp_t *p) {
   mp_http1_msg *m = h->msg;
   const char *base = h->base + h->msg_off;
   unsigned hosts = 0;
+  bool te = false, other_coding = false, last_chunked = false;
   for (unsigned i = 0; i < m->nfields; i++) {
     const mp_hfield *f = &m->fields[i];
     const char *v = base + f->value.off;
@@ -169,10 +178,15 @@ static int check_fields(mp_http1 *h, llhttp_t *p) {
     } else if (field_is(h, f, "transfer-encoding", 17)) {
       if (m->http_minor == 0)
         return fail(h, 400, "Transfer-Encoding in an HTTP/1.0 request");
-      if (!only_chunked(v, f->value.len))
-        return fail(h, 501, "unsupported transfer coding");
+      te = true;
+      read_codings(v, f->value.len, &other_coding, &last_chunked);
     }
   }
+  /* RFC 9112 section 6.3: a list not ending in chunked cannot be framed
+   * (400); one that does but holds another coding is not supported (501). */
+  if (te && !last_chunked)
+    return fail(h, 400, "transfer coding list does not end in chunked");
+  if (te && other_coding) return fail(h, 501, "unsupported transfer coding");
   if (hosts > 1) return fail(h, 400, "more than one Host header");
   if (hosts == 0 && m->http_minor == 1)
     return fail(h, 400, "missing Host header");
@@ -401,9 +415,16 @@ static void map_llhttp_error(mp_http1 *h, llhttp_errno_t e) {
   if (h->status != 0) return; /* one of our callbacks failed */
   h->status = 400;
   h->error = llhttp_get_error_reason(&h->parser);
-  if (e == HPE_INVALID_VERSION) {
+  llhttp_t *p = &h->parser;
+  /* A version llhttp could read but will not take is 505; a malformed
+   * request line that happens to hold a good version is 400. */
+  if (e == HPE_INVALID_VERSION && !(p->http_major == 1 && p->http_minor <= 1)) {
     h->status = 505;
     h->error = "HTTP version not supported";
+  }
+  if (e == HPE_PAUSED_H2_UPGRADE) { /* the HTTP/2 connection preface */
+    h->status = 505;
+    h->error = "HTTP/2 is not supported";
   }
   if (h->error == NULL) h->error = llhttp_errno_name(e);
 }
