@@ -1,0 +1,139 @@
+/*
+ * Shared memory: the store behind moonport.shared and the workers'
+ * heartbeat slots, in one segment the master creates before any worker
+ * starts and every worker maps. It outlives any one worker, so a crash or a
+ * reload loses nothing that was stored.
+ *
+ * The store maps string keys to strings, numbers or booleans, each with an
+ * optional time to live. Its size is fixed at creation; when an entry does
+ * not fit, the least recently used entries are evicted until it does, and
+ * the caller is told. Every operation holds one process-shared lock only
+ * for a hash lookup, a copy of the value and any evictions, never blocks
+ * on anything else while holding it, and never allocates from the heap, so
+ * it is atomic across workers and safe on the request path.
+ *
+ * A worker slot is written by its worker only (plain stores of aligned
+ * words) and read by the master, which uses it to find a worker stuck in a
+ * handler.
+ */
+#ifndef MP_SHARED_H
+#define MP_SHARED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mp_shared mp_shared;
+
+/* One per worker id, a cache line each so workers do not share lines. */
+typedef struct mp_worker_slot {
+  volatile int32_t pid;
+  volatile int32_t route;          /* index of the route running, or -1 */
+  volatile uint64_t busy_since_ms; /* mp_shared_now_ms() when the handler
+                                    * was entered; 0 while not in one */
+  volatile uint64_t requests;      /* requests this worker has served */
+  char pad[40];
+} mp_worker_slot;
+
+enum {
+  MP_SHARED_NIL = 0,
+  MP_SHARED_STRING = 1,
+  MP_SHARED_NUMBER = 2,
+  MP_SHARED_BOOLEAN = 3
+};
+
+/* A value going in or coming out. For STRING, str/len; for NUMBER,
+ * number; for BOOLEAN, number is 0 or 1. */
+typedef struct mp_shared_value {
+  int type;
+  double number;
+  const char *str;
+  size_t len;
+} mp_shared_value;
+
+/* set's flags. */
+enum {
+  MP_SHARED_ADD = 1 /* only when the key is absent (or expired) */
+};
+
+/* The longest key, in bytes. */
+#define MP_SHARED_KEY_MAX 65535
+
+/* The smallest size of the segment; the largest is 2 GiB. */
+#define MP_SHARED_MIN_SIZE (64 * 1024)
+
+/* Creates the segment (a memfd, so it can be handed to exec'd workers) of
+ * `size` bytes with `nslots` worker slots, and maps it. Returns 0,
+ * MP_INVALID when size is below MP_SHARED_MIN_SIZE or above 2 GiB or the
+ * slots leave the store less than 4 KiB, MP_NOMEM, or a negative errno. */
+int mp_shared_create(size_t size, unsigned nslots, mp_shared **out);
+
+/* Maps a segment made by mp_shared_create from its descriptor (inherited
+ * by a worker). Returns 0, MP_INVALID when fd does not hold one, MP_NOMEM,
+ * or a negative errno. Takes ownership of fd: it is closed on failure. */
+int mp_shared_attach(int fd, mp_shared **out);
+
+/* The segment's descriptor (to pass to a worker). */
+int mp_shared_fd(const mp_shared *s);
+
+/* Unmaps and closes. NULL is allowed. */
+void mp_shared_close(mp_shared *s);
+
+/* Worker slot `id` (1-based), or NULL when id is out of range. */
+mp_worker_slot *mp_shared_slot(mp_shared *s, unsigned id);
+unsigned mp_shared_nslots(const mp_shared *s);
+
+/* The clock TTLs and heartbeats use: CLOCK_MONOTONIC in milliseconds, the
+ * same in every process. */
+uint64_t mp_shared_now_ms(void);
+
+/* Looks key up. Returns 0 with *out filled (a string is copied into buf
+ * and out->str points there), MP_NOT_FOUND when absent or expired (or the
+ * key is one set would refuse), or MP_AGAIN when a string value is longer
+ * than cap (out->len says how long: grow buf and call again). A found
+ * entry becomes the most recently used. */
+int mp_shared_get(mp_shared *s, const char *key, size_t klen,
+                  mp_shared_value *out, char *buf, size_t cap);
+
+/* Stores v under key, replacing what was there, expiring after ttl seconds
+ * (0: never). With MP_SHARED_ADD, a key present and not expired is left
+ * alone and MP_DECLINED returned. *evicted (evicted may be NULL) is set
+ * true when other entries had to be evicted to make room; expired entries
+ * freed on the way do not count. Returns 0, MP_DECLINED, MP_INVALID (empty
+ * or too long key, negative ttl, type NIL), or MP_NOMEM when the entry is
+ * larger than the store's largest block (1 MiB at most) and so could never
+ * fit; nothing is evicted then. */
+int mp_shared_set(mp_shared *s, const char *key, size_t klen,
+                  const mp_shared_value *v, double ttl, int flags,
+                  bool *evicted);
+
+/* Adds `by` to the number under key and stores the sum in *result. An
+ * absent or expired key starts from `init` and gets `init_ttl` (seconds,
+ * 0: never); an existing key keeps its expiry. Returns 0, MP_INVALID when
+ * the value there is not a number (or the key is bad), or MP_NOMEM. */
+int mp_shared_incr(mp_shared *s, const char *key, size_t klen, double by,
+                   double init, double init_ttl, double *result,
+                   bool *evicted);
+
+/* Removes key. Returns 0, or MP_NOT_FOUND when it was not there. */
+int mp_shared_delete(mp_shared *s, const char *key, size_t klen);
+
+/* Seconds until key expires in *ttl (0 when it never does). Returns 0 or
+ * MP_NOT_FOUND. Does not change the LRU order. */
+int mp_shared_ttl(mp_shared *s, const char *key, size_t klen, double *ttl);
+
+/* Writes up to max keys (0: all) that have not expired into buf, each as a
+ * 4-byte length (host order) followed by its bytes; *count says how many
+ * and *used how many bytes. Returns 0, or MP_AGAIN when cap is short
+ * (*used then says how much is needed). Order is unspecified. */
+int mp_shared_keys(mp_shared *s, unsigned max, char *buf, size_t cap,
+                   size_t *used, unsigned *count);
+
+/* Removes every entry. */
+void mp_shared_flush(mp_shared *s);
+
+/* Capacity (bytes entries can use), bytes in use, and live entries. */
+void mp_shared_usage(mp_shared *s, size_t *capacity, size_t *used,
+                     unsigned *entries);
+
+#endif
