@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #ifndef MP_VERSION
 #define MP_VERSION "0.0.0"
@@ -21,7 +22,8 @@ typedef enum {
   OPT_SECONDS,
   OPT_BYTES,
   OPT_COUNT,
-  OPT_PATH
+  OPT_PATH,
+  OPT_WORKERS
 } opt_kind;
 
 typedef struct option {
@@ -32,6 +34,9 @@ typedef struct option {
 } option;
 
 static const option options[] = {
+    {"--workers", OPT_WORKERS, "N|auto",
+     "worker processes, each with its own listener, loop and Lua state "
+     "(default 1; auto: one per usable CPU)"},
     {"--listen", OPT_LISTEN, "HOST:PORT",
      "address to listen on (default 127.0.0.1:8080; port 0 picks a free one)"},
     {"--idle-timeout", OPT_SECONDS, "SECONDS",
@@ -48,6 +53,9 @@ static const option options[] = {
     {"--shutdown-timeout", OPT_SECONDS, "SECONDS",
      "on SIGTERM or SIGINT, wait this long for requests in flight "
      "(default 10)"},
+    {"--handler-timeout", OPT_SECONDS, "SECONDS",
+     "a worker that stays in one handler this long without yielding is "
+     "killed and replaced (default 30)"},
     {"--max-body-size", OPT_BYTES, "BYTES",
      "largest request body; larger gets 413 (default 1m)"},
     {"--max-header-size", OPT_BYTES, "BYTES",
@@ -64,6 +72,11 @@ static const option options[] = {
     {"--request-memory-limit", OPT_BYTES, "BYTES",
      "how far one request may grow the Lua heap; past it the request gets "
      "500 (default 8m)"},
+    {"--shared-size", OPT_BYTES, "BYTES",
+     "size of the moonport.shared store, shared by all workers "
+     "(default 16m, at least 64k)"},
+    {"--error-log", OPT_PATH, "PATH",
+     "write the error log to PATH instead of stderr (SIGUSR1 reopens it)"},
     {"--access-log", OPT_PATH, "PATH|-",
      "log every request to PATH (- for stdout): Common Log Format, then "
      "seconds, Lua bytes and C bytes"},
@@ -137,6 +150,8 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
         cfg->body_timeout_ms = ms;
       else if (strcmp(o->name, "--write-timeout") == 0)
         cfg->write_timeout_ms = ms;
+      else if (strcmp(o->name, "--handler-timeout") == 0)
+        cfg->handler_timeout_ms = ms;
       else
         cfg->shutdown_timeout_ms = ms;
       return MP_CONFIG_RUN;
@@ -157,6 +172,11 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
         cfg->request_memory_limit = (size_t)n;
       else if (strcmp(o->name, "--write-high-water") == 0)
         cfg->write_high_water = (size_t)n;
+      else if (strcmp(o->name, "--shared-size") == 0) {
+        if (n < 64 * 1024)
+          return bad_value(o->name, v, "the store is at least 64k");
+        cfg->shared_size = (size_t)n;
+      }
       else if (n < 256)
         return bad_value(o->name, v, "the head limit is at least 256 bytes");
       else
@@ -179,9 +199,32 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       return MP_CONFIG_RUN;
     }
     case OPT_PATH:
-      if (v[0] == '\0') return bad_value(o->name, v, "expected a path or -");
-      cfg->access_log = v;
+      if (strcmp(o->name, "--error-log") == 0) {
+        if (v[0] == '\0' || strcmp(v, "-") == 0)
+          return bad_value(o->name, v, "expected a path");
+        cfg->error_log = v;
+      } else {
+        if (v[0] == '\0') return bad_value(o->name, v, "expected a path or -");
+        cfg->access_log = v;
+      }
       return MP_CONFIG_RUN;
+    case OPT_WORKERS: {
+      if (strcmp(v, "auto") == 0) {
+        cfg->workers_auto = true;
+        cfg->workers = 0;
+        return MP_CONFIG_RUN;
+      }
+      long n = strtol(v, &end, 10);
+      if (errno || end == v || *end != '\0' || n < 1 || n > MP_MAX_WORKERS) {
+        char why[64];
+        snprintf(why, sizeof why, "expected auto or a count from 1 to %d",
+                 MP_MAX_WORKERS);
+        return bad_value(o->name, v, why);
+      }
+      cfg->workers_auto = false;
+      cfg->workers = (unsigned)n;
+      return MP_CONFIG_RUN;
+    }
     case OPT_FLAG:
       break;
   }
@@ -203,6 +246,9 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   cfg->max_connections = 10000;
   cfg->request_memory_limit = 8 * 1024 * 1024;
   cfg->write_high_water = 256 * 1024;
+  cfg->workers = 1;
+  cfg->handler_timeout_ms = 30 * 1000;
+  cfg->shared_size = 16 * 1024 * 1024;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -257,6 +303,13 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   if (cfg->app == NULL) {
     fprintf(stderr, "moonport: no APP.lua given (see --help)\n");
     return MP_CONFIG_USAGE;
+  }
+  if (cfg->workers_auto) {
+    /* The CPUs this process may run on (its affinity), not all there are:
+     * under taskset or a container's cpuset, more workers would only
+     * take turns. */
+    unsigned n = uv_available_parallelism();
+    cfg->workers = n < 1 ? 1 : n > MP_MAX_WORKERS ? MP_MAX_WORKERS : n;
   }
   return MP_CONFIG_RUN;
 }

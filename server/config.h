@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The most worker processes --workers accepts. */
+#define MP_MAX_WORKERS 512
+
 typedef struct mp_config {
   char host[256];
   int port;
@@ -17,6 +20,11 @@ typedef struct mp_config {
   bool debug;      /* error details in 500 responses, X-Moonport-Alloc */
   bool stats;      /* serve GET /__moonport/stats to loopback clients */
   const char *access_log; /* path, "-" for stdout, NULL for none */
+  const char *error_log;  /* path, NULL for stderr */
+  unsigned workers;       /* worker processes; 0 until "auto" is resolved */
+  bool workers_auto;      /* --workers auto: one per usable CPU */
+  uint64_t handler_timeout_ms; /* a worker in one handler this long is replaced */
+  size_t shared_size;     /* bytes of the moonport.shared segment */
   size_t request_memory_limit; /* Lua bytes one request may allocate */
   size_t write_high_water; /* unsent bytes past which res:write waits */
   uint64_t idle_timeout_ms;

@@ -4,12 +4,15 @@
  * processes do not interleave mid-line; longer messages are cut. Access-log
  * lines collect in a static buffer and go out in one write per loop turn
  * (or when the buffer fills): a blocking write per request would cost more
- * than the request.
+ * than the request. A batch is written in pieces of whole lines no longer
+ * than PIPE_BUF, the most a pipe writes atomically, so workers sharing
+ * stdout do not cut into each other's lines either.
  */
 #include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,13 +21,38 @@
 
 static const char *const level_names[] = {"error", "warn", "info"};
 
+static char process_name[32] = "moonport";
+static unsigned process_worker;
+static int error_fd = STDERR_FILENO;
+static const char *error_path;
+
+void mp_log_set_process(const char *name, unsigned worker_id) {
+  snprintf(process_name, sizeof process_name, "%s", name);
+  process_worker = worker_id;
+}
+
+static int open_append(const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  return fd < 0 ? -errno : fd;
+}
+
+int mp_error_log_open(const char *path) {
+  int fd = open_append(path);
+  if (fd < 0) return fd;
+  if (error_fd > STDERR_FILENO) close(error_fd);
+  error_fd = fd;
+  error_path = path;
+  return 0;
+}
+
 void mp_log(mp_log_level level, const char *fmt, ...) {
   char line[8192];
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
   size_t n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%SZ ", &tm);
-  int k = snprintf(line + n, sizeof line - n, "[%s] ", level_names[level]);
+  int k = snprintf(line + n, sizeof line - n, "[%s] %s: ", level_names[level],
+                   process_name);
   if (k > 0) n += (size_t)k;
 
   va_list ap;
@@ -37,7 +65,7 @@ void mp_log(mp_log_level level, const char *fmt, ...) {
 
   const char *p = line;
   while (n > 0) {
-    ssize_t w = write(STDERR_FILENO, p, n);
+    ssize_t w = write(error_fd, p, n);
     if (w <= 0) break;
     p += w;
     n -= (size_t)w;
@@ -50,6 +78,7 @@ void mp_log(mp_log_level level, const char *fmt, ...) {
 #define ACCESS_LINE_MAX 4096
 
 static int access_fd = -1;
+static const char *access_path;
 static char access_buf[ACCESS_BUF];
 static size_t access_len;
 static time_t access_sec = (time_t)-1;
@@ -60,8 +89,29 @@ int mp_access_log_open(const char *path) {
     access_fd = STDOUT_FILENO;
     return 0;
   }
-  access_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  return access_fd < 0 ? -errno : 0;
+  int fd = open_append(path);
+  if (fd < 0) return fd;
+  access_fd = fd;
+  access_path = path;
+  return 0;
+}
+
+/* Opens path again and puts the new descriptor where *fd was. */
+static void reopen(int *fd, const char *path, const char *what) {
+  int nfd = open_append(path);
+  if (nfd < 0) {
+    mp_log(MP_LOG_ERROR, "reopening the %s '%s': %s", what, path,
+           strerror(-nfd));
+    return;
+  }
+  dup2(nfd, *fd);
+  close(nfd);
+}
+
+void mp_log_reopen(void) {
+  mp_access_log_flush();
+  if (error_path != NULL) reopen(&error_fd, error_path, "error log");
+  if (access_path != NULL) reopen(&access_fd, access_path, "access log");
 }
 
 int mp_access_log_enabled(void) { return access_fd >= 0; }
@@ -78,7 +128,21 @@ static void write_all(int fd, const char *p, size_t n) {
 
 void mp_access_log_flush(void) {
   if (access_fd < 0 || access_len == 0) return;
-  write_all(access_fd, access_buf, access_len);
+  const char *p = access_buf;
+  size_t left = access_len;
+  while (left > 0) {
+    size_t n = left;
+    if (n > PIPE_BUF) {
+      /* Lines are shorter than ACCESS_LINE_MAX, which may exceed PIPE_BUF:
+       * a longer line goes out whole, alone. */
+      n = PIPE_BUF;
+      while (n > 0 && p[n - 1] != '\n') n--;
+      if (n == 0) n = (size_t)((const char *)memchr(p, '\n', left) - p) + 1;
+    }
+    write_all(access_fd, p, n);
+    p += n;
+    left -= n;
+  }
   access_len = 0;
 }
 
@@ -104,10 +168,11 @@ void mp_access_log(const char *host, const char *request, size_t reqlen,
   if (reqlen > ACCESS_LINE_MAX - 256) reqlen = ACCESS_LINE_MAX - 256;
   char *p = access_buf + access_len;
   int n = snprintf(p, ACCESS_LINE_MAX,
-                   "%s - - [%s] \"%.*s\" %d %llu %.6f %llu %llu\n", host,
+                   "%s - - [%s] \"%.*s\" %d %llu %.6f %llu %llu %u\n", host,
                    access_stamp, (int)reqlen, request, status,
                    (unsigned long long)bytes, seconds,
-                   (unsigned long long)lua_bytes, (unsigned long long)c_bytes);
+                   (unsigned long long)lua_bytes, (unsigned long long)c_bytes,
+                   process_worker);
   if (n > 0) access_len += (size_t)n < ACCESS_LINE_MAX ? (size_t)n : ACCESS_LINE_MAX - 1;
 }
 
@@ -115,4 +180,5 @@ void mp_access_log_close(void) {
   mp_access_log_flush();
   if (access_fd > STDERR_FILENO) close(access_fd);
   access_fd = -1;
+  access_path = NULL;
 }

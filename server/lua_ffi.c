@@ -9,7 +9,10 @@
 
 #include "conn.h"
 #include "errors.h"
+#include "log.h"
 #include "request.h"
+#include "shared.h"
+#include "worker.h"
 
 #define LOOKUP(r, kind)                              \
   mp_request *r = mp_request_from_ctx(ctx, kind);    \
@@ -197,3 +200,72 @@ int mp_sleep(double ms) {
   if (!(ms >= 0)) return MP_INVALID;
   return mp_request_sleep(r, (uint64_t)ms);
 }
+
+void mp_lua_log(int level, const char *msg, size_t len) {
+  if (level < MP_LOG_ERROR || level > MP_LOG_INFO) level = MP_LOG_INFO;
+  if (len > 4096) len = 4096;
+  mp_log((mp_log_level)level, "%.*s", (int)len, msg);
+}
+
+/* ---- moonport.shared ---- */
+
+int mp_store_get(const char *key, size_t klen, double *num, const char **str,
+                 size_t *len) {
+  mp_worker *w = mp_worker_self;
+  mp_shared_value v;
+  /* A string longer than the scratch buffer: grow it and look again (the
+   * value may have changed in between; the second answer is the one). */
+  int rc = mp_shared_get(w->shared, key, klen, &v, w->scratch, w->scratch_cap);
+  while (rc == MP_AGAIN) {
+    if (mp_worker_scratch(w, v.len) == NULL) return MP_NOMEM;
+    rc = mp_shared_get(w->shared, key, klen, &v, w->scratch, w->scratch_cap);
+  }
+  if (rc != 0) return MP_SHARED_NIL;
+  *num = v.number;
+  *str = v.str;
+  *len = v.len;
+  return v.type;
+}
+
+int mp_store_set(const char *key, size_t klen, int type, double num,
+                 const char *str, size_t len, double ttl, int add) {
+  mp_shared_value v = {.type = type, .number = num, .str = str, .len = len};
+  bool evicted = false;
+  int rc = mp_shared_set(mp_worker_self->shared, key, klen, &v, ttl,
+                         add ? MP_SHARED_ADD : 0, &evicted);
+  return rc != 0 ? rc : evicted;
+}
+
+int mp_store_incr(const char *key, size_t klen, double by, double init,
+                  double ttl, double *result) {
+  bool evicted = false;
+  int rc = mp_shared_incr(mp_worker_self->shared, key, klen, by, init, ttl,
+                          result, &evicted);
+  return rc != 0 ? rc : evicted;
+}
+
+int mp_store_delete(const char *key, size_t klen) {
+  return mp_shared_delete(mp_worker_self->shared, key, klen);
+}
+
+int mp_store_ttl(const char *key, size_t klen, double *ttl) {
+  return mp_shared_ttl(mp_worker_self->shared, key, klen, ttl);
+}
+
+int mp_store_keys(unsigned max, const char **out, size_t *len) {
+  mp_worker *w = mp_worker_self;
+  unsigned count = 0;
+  size_t used = 0;
+  int rc = mp_shared_keys(w->shared, max, w->scratch, w->scratch_cap, &used,
+                          &count);
+  while (rc == MP_AGAIN) {
+    if (mp_worker_scratch(w, used) == NULL) return MP_NOMEM;
+    rc = mp_shared_keys(w->shared, max, w->scratch, w->scratch_cap, &used,
+                        &count);
+  }
+  *out = w->scratch;
+  *len = used;
+  return rc != 0 ? rc : (int)count;
+}
+
+void mp_store_flush(void) { mp_shared_flush(mp_worker_self->shared); }

@@ -61,4 +61,33 @@ int mp_res_finish(uint64_t ctx);
  * right after a 0 return. MP_BAD_CONTEXT outside a handler. */
 int mp_sleep(double ms);
 
+/* Writes msg to the error log at level (0 error, 1 warn, 2 info). */
+void mp_lua_log(int level, const char *msg, size_t len);
+
+/* moonport.shared, the store every worker sees (shared.h). Types: 0 nil
+ * (absent), 1 string, 2 number, 3 boolean (num 0 or 1). */
+
+/* The value's type (0 when absent or expired), with the number in *num or
+ * the string in *str and *len (in the scratch buffer). */
+int mp_store_get(const char *key, size_t klen, double *num, const char **str,
+                 size_t *len);
+/* Stores a value with ttl seconds to live (0: no expiry); add: only when
+ * absent. Returns 0, 1 when other entries were evicted to make room,
+ * MP_DECLINED (add: present), MP_NOMEM (larger than the store) or
+ * MP_INVALID. */
+int mp_store_set(const char *key, size_t klen, int type, double num,
+                 const char *str, size_t len, double ttl, int add);
+/* Adds by to a number (an absent key starts at init, with ttl). Returns
+ * 0 or 1 (evicted) with the sum in *result, or MP_INVALID when the value
+ * is not a number, or MP_NOMEM. */
+int mp_store_incr(const char *key, size_t klen, double by, double init,
+                  double ttl, double *result);
+int mp_store_delete(const char *key, size_t klen);
+/* Seconds left in *ttl (0: no expiry). Returns 0 or MP_NOT_FOUND. */
+int mp_store_ttl(const char *key, size_t klen, double *ttl);
+/* Up to max live keys (0: all), packed as 4-byte length and bytes in the
+ * scratch buffer (*out, *len). Returns how many, or MP_NOMEM. */
+int mp_store_keys(unsigned max, const char **out, size_t *len);
+void mp_store_flush(void);
+
 #endif

@@ -235,7 +235,16 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
   vm->heap.charge = &r->lua_bytes;
   vm->heap.live = &r->lua_live;
   vm->heap.exceeded = &r->mem_exceeded;
+  /* The heartbeat: the master kills a worker whose handler runs past
+   * --handler-timeout without coming back here (see master.c). The route
+   * is written first, so a reader that sees the time sees its route. */
+  mp_worker_slot *slot = vm->w->slot;
+  if (slot != NULL) {
+    slot->route = (int32_t)r->match.route->index;
+    slot->busy_since_ms = mp_shared_now_ms();
+  }
   int st = lua_resume(co, nargs);
+  if (slot != NULL) slot->busy_since_ms = 0;
   vm->heap.charge = NULL;
   vm->heap.live = NULL;
   vm->w->current = NULL;

@@ -1,12 +1,20 @@
 /*
- * moonport's entry point: parse the command line, start the worker, and
- * turn the outcome into the exit status (0 served or checked, 1 a broken app
- * or unusable address, 2 a usage error).
+ * moonport's entry point: parse the command line, then become what this
+ * process is: the master (the command as typed), a worker (exec'd by the
+ * master with MP_WORKER_ENV set), or a one-off check of the app (--check).
+ * The exit status: 0 served or checked, 1 a broken app or unusable
+ * address, 2 a usage error.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "config.h"
+#include "errors.h"
+#include "log.h"
+#include "master.h"
 #include "router.h"
+#include "shared.h"
 #include "worker.h"
 
 static void print_routes(const mp_router *r) {
@@ -18,23 +26,48 @@ static void print_routes(const mp_router *r) {
   }
 }
 
+/* Loads the app in a state of its own (with a store of its own, in case
+ * the script uses moonport.shared while loading) and lists its routes. */
+static int check(const mp_config *cfg) {
+  mp_shared *shared = NULL;
+  int rc = mp_shared_create(cfg->shared_size, 1, &shared);
+  if (rc != 0) {
+    fprintf(stderr, "moonport: cannot create the shared store: %s\n",
+            mp_strerror(rc));
+    return 1;
+  }
+  static mp_worker w;
+  rc = mp_worker_init(&w, cfg, shared, 0);
+  if (rc == 0) {
+    printf("%s: ok, %u route%s\n", cfg->app, mp_router_count(w.router),
+           mp_router_count(w.router) == 1 ? "" : "s");
+    print_routes(w.router);
+  }
+  mp_worker_destroy(&w);
+  mp_shared_close(shared);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   mp_config cfg;
   int rc = mp_config_parse(&cfg, argc, argv);
   if (rc == MP_CONFIG_EXIT) return 0;
   if (rc == MP_CONFIG_USAGE) return 2;
+  if (cfg.check) return check(&cfg);
 
-  static mp_worker w;
-  rc = mp_worker_init(&w, &cfg);
-  if (rc == 0) {
-    if (cfg.check) {
-      printf("%s: ok, %u route%s\n", cfg.app, mp_router_count(w.router),
-             mp_router_count(w.router) == 1 ? "" : "s");
-      print_routes(w.router);
-    } else {
-      rc = mp_worker_run(&w);
+  const char *worker = getenv(MP_WORKER_ENV);
+  if (worker != NULL) {
+    unsigned id = (unsigned)strtoul(worker, NULL, 10);
+    unsetenv(MP_WORKER_ENV);
+    return mp_worker_main(&cfg, id);
+  }
+  if (cfg.error_log != NULL) {
+    rc = mp_error_log_open(cfg.error_log);
+    if (rc != 0) {
+      fprintf(stderr, "moonport: --error-log: cannot open '%s': %s\n",
+              cfg.error_log, strerror(-rc));
+      return 1;
     }
   }
-  mp_worker_destroy(&w);
-  return rc;
+  return mp_master_run(&cfg, argc, argv);
 }

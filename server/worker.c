@@ -1,8 +1,13 @@
 /*
  * A worker (see worker.h). It owns the loop and, through it, the listener,
- * the signal handles, the connections and the requests. Shutdown closes the
- * listener and every connection, then runs the loop until every handle's
- * close callback has run, so that nothing is freed while libuv holds it.
+ * the signal handles, the control socket to the master, the connections
+ * and the requests. Shutdown closes the listener and every connection, then
+ * runs the loop until every handle's close callback has run, so that
+ * nothing is freed while libuv holds it.
+ *
+ * Signals: SIGTERM drains (the master sends it on TERM or INT), SIGUSR1
+ * reopens the logs. SIGINT and SIGHUP are ignored: a terminal sends them
+ * to the whole process group, and the master decides what they mean.
  */
 #include "worker.h"
 
@@ -11,14 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "conn.h"
 #include "errors.h"
 #include "log.h"
 #include "lua_vm.h"
+#include "master.h"
 #include "request.h"
 
 mp_worker *mp_worker_self;
@@ -70,13 +79,15 @@ static void stop_now(mp_worker *w) {
   w->stopping = true;
   if (!uv_is_closing((uv_handle_t *)&w->listener))
     uv_close((uv_handle_t *)&w->listener, NULL);
-  uv_close((uv_handle_t *)&w->sigint, NULL);
   uv_close((uv_handle_t *)&w->sigterm, NULL);
+  uv_close((uv_handle_t *)&w->sigusr1, NULL);
   uv_close((uv_handle_t *)&w->drain_timer, NULL);
   uv_close((uv_handle_t *)&w->sweep_timer, NULL);
   uv_close((uv_handle_t *)&w->turn_idle, NULL);
-  signal(SIGINT, SIG_IGN);
+  if (w->control.loop != NULL && !uv_is_closing((uv_handle_t *)&w->control))
+    uv_close((uv_handle_t *)&w->control, NULL);
   signal(SIGTERM, SIG_IGN);
+  signal(SIGUSR1, SIG_IGN);
   if (uv_is_active((uv_handle_t *)&w->log_flush))
     uv_close((uv_handle_t *)&w->log_flush, NULL);
   mp_conn_close_all(w);
@@ -95,12 +106,11 @@ void mp_worker_conn_closed(mp_worker *w) {
   if (w->stopping && w->nconns == 0) stop_now(w);
 }
 
-/* The first SIGTERM or SIGINT drains: no new connections, idle ones close,
- * busy ones close after the response in flight. A second one, or the
- * shutdown timeout, closes everything at once. */
-static void on_signal(uv_signal_t *h, int signum) {
-  mp_worker *w = h->data;
-  (void)signum;
+/* The first SIGTERM (or the master going away) drains: no new
+ * connections, idle ones close, busy ones close after the response in
+ * flight. A second one, or the shutdown timeout, closes everything at
+ * once. */
+static void drain(mp_worker *w) {
   if (w->stopping) {
     stop_now(w);
     return;
@@ -114,6 +124,34 @@ static void on_signal(uv_signal_t *h, int signum) {
   }
   uv_timer_start(&w->drain_timer, on_drain_timeout, w->cfg->shutdown_timeout_ms,
                  0);
+}
+
+static void on_signal(uv_signal_t *h, int signum) {
+  if (signum == SIGUSR1)
+    mp_log_reopen();
+  else
+    drain(h->data);
+}
+
+static void on_control_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  static char byte[16];
+  (void)h;
+  (void)hint;
+  *buf = uv_buf_init(byte, sizeof byte);
+}
+
+/* The master writes nothing here; end of file means it has exited (killed,
+ * most likely), and a worker without a master drains and exits rather
+ * than serve on unsupervised. */
+static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  mp_worker *w = s->data;
+  (void)buf;
+  if (n >= 0) return;
+  uv_read_stop(s);
+  if (!w->stopping) {
+    mp_log(MP_LOG_WARN, "the master has exited; stopping");
+    drain(w);
+  }
 }
 
 /* Every connection is a descriptor: raise the soft limit as far as the
@@ -136,33 +174,65 @@ static void raise_fd_limit(const mp_config *cfg) {
            cfg->max_connections);
 }
 
-static int listen_on(mp_worker *w) {
-  const mp_config *cfg = w->cfg;
+int mp_listen_socket(const char *host, int port, bool reuseport, int *fd,
+                     int *bound_port) {
   struct sockaddr_storage addr;
-  int rc = uv_ip4_addr(cfg->host, cfg->port, (struct sockaddr_in *)&addr);
-  if (rc != 0)
-    rc = uv_ip6_addr(cfg->host, cfg->port, (struct sockaddr_in6 *)&addr);
+  int s = -1;
+  int rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+  if (rc != 0) rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
   if (rc != 0) {
-    fprintf(stderr, "moonport: --listen: '%s' is not an IP address\n",
-            cfg->host);
+    fprintf(stderr, "moonport: --listen: '%s' is not an IP address\n", host);
     return rc;
   }
+  socklen_t len = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                              : sizeof(struct sockaddr_in);
+  int one = 1;
+  s = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s < 0 ||
+      setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      (reuseport &&
+       setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) ||
+      bind(s, (struct sockaddr *)&addr, len) != 0 ||
+      getsockname(s, (struct sockaddr *)&addr, &len) != 0) {
+    rc = -errno;
+    goto err;
+  }
+  *bound_port = ntohs(addr.ss_family == AF_INET6
+                          ? ((struct sockaddr_in6 *)&addr)->sin6_port
+                          : ((struct sockaddr_in *)&addr)->sin_port);
+  *fd = s;
+  return 0;
+
+err:
+  fprintf(stderr, "moonport: cannot listen on %s:%d: %s\n", host, port,
+          uv_strerror(rc));
+  if (s >= 0) close(s);
+  return rc;
+}
+
+static int listen_on(mp_worker *w) {
+  int fd, port;
+  int rc = mp_listen_socket(w->cfg->host, w->cfg->port, true, &fd, &port);
+  if (rc != 0) return rc;
   uv_tcp_init(w->loop, &w->listener);
   w->listener.data = w;
-  rc = uv_tcp_bind(&w->listener, (struct sockaddr *)&addr, 0);
+  rc = uv_tcp_open(&w->listener, fd);
   if (rc == 0) rc = uv_listen((uv_stream_t *)&w->listener, 511, on_connection);
   if (rc != 0) {
-    fprintf(stderr, "moonport: cannot listen on %s:%d: %s\n", cfg->host,
-            cfg->port, uv_strerror(rc));
+    fprintf(stderr, "moonport: cannot listen on %s:%d: %s\n", w->cfg->host,
+            port, uv_strerror(rc));
     return rc;
   }
   return 0;
 }
 
-int mp_worker_init(mp_worker *w, const mp_config *cfg) {
+int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
+                   unsigned id) {
   memset(w, 0, sizeof *w);
   mp_worker_self = w;
   w->cfg = cfg;
+  w->id = id;
+  w->shared = shared;
   w->loop = uv_default_loop();
   w->limits.max_header_size = cfg->max_header_size;
   w->limits.max_body_size = cfg->max_body_size;
@@ -217,11 +287,19 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
   w->sweep_timer.data = w;
   uv_timer_start(&w->sweep_timer, on_sweep, 1000, 1000);
   uv_unref((uv_handle_t *)&w->sweep_timer);
-  uv_signal_init(w->loop, &w->sigint);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
   uv_signal_init(w->loop, &w->sigterm);
-  w->sigint.data = w->sigterm.data = w;
-  uv_signal_start(&w->sigint, on_signal, SIGINT);
+  uv_signal_init(w->loop, &w->sigusr1);
+  w->sigterm.data = w->sigusr1.data = w;
   uv_signal_start(&w->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&w->sigusr1, on_signal, SIGUSR1);
+  w->slot = mp_shared_slot(shared, id);
+  if (w->slot != NULL) {
+    w->slot->busy_since_ms = 0;
+    w->slot->route = -1;
+    w->slot->pid = (int32_t)getpid();
+  }
   return 0;
 }
 
@@ -232,7 +310,7 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg) {
  * RELRO part of a library was written while relocating, so it does and is
  * kept), and ask for no read-ahead. Nothing is lost: the pages stay in the
  * page cache and come back on first use. */
-static void release_startup_pages(void) {
+void mp_release_startup_pages(void) {
   FILE *smaps = fopen("/proc/self/smaps", "r");
   if (smaps == NULL) return;
   char line[512];
@@ -259,31 +337,49 @@ static void release_startup_pages(void) {
   fclose(smaps);
 }
 
-int mp_worker_run(mp_worker *w) {
-  struct sockaddr_storage addr;
-  int len = sizeof addr;
-  char host[INET6_ADDRSTRLEN] = "?";
-  int port = 0;
-  uv_tcp_getsockname(&w->listener, (struct sockaddr *)&addr, &len);
-  if (addr.ss_family == AF_INET6) {
-    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&addr;
-    uv_ip6_name(a, host, sizeof host);
-    port = ntohs(a->sin6_port);
-  } else {
-    struct sockaddr_in *a = (struct sockaddr_in *)&addr;
-    uv_ip4_name(a, host, sizeof host);
-    port = ntohs(a->sin_port);
+int mp_worker_main(const mp_config *cfg, unsigned id) {
+  char name[32];
+  snprintf(name, sizeof name, "worker %u", id);
+  mp_log_set_process(name, id);
+  if (cfg->error_log != NULL) {
+    int rc = mp_error_log_open(cfg->error_log);
+    if (rc != 0) {
+      fprintf(stderr, "moonport: --error-log: cannot open '%s': %s\n",
+              cfg->error_log, strerror(-rc));
+      return 1;
+    }
   }
-  unsigned n = mp_router_count(w->router);
-  printf("moonport %s listening on http://%s%s%s:%d (%u route%s from %s)\n",
-         MP_VERSION, addr.ss_family == AF_INET6 ? "[" : "", host,
-         addr.ss_family == AF_INET6 ? "]" : "", port, n, n == 1 ? "" : "s",
-         w->cfg->app);
-  fflush(stdout);
-
-  release_startup_pages();
-  uv_run(w->loop, UV_RUN_DEFAULT);
-  return 0;
+  mp_shared *shared = NULL;
+  int rc = mp_shared_attach(MP_WORKER_SHARED_FD, &shared);
+  if (rc != 0) {
+    fprintf(stderr, "moonport: worker %u: no shared segment on descriptor "
+            "%d: %s\n", id, MP_WORKER_SHARED_FD, mp_strerror(rc));
+    return 1;
+  }
+  /* Neither inherited descriptor should reach a process a handler starts. */
+  fcntl(MP_WORKER_SHARED_FD, F_SETFD, FD_CLOEXEC);
+  fcntl(MP_WORKER_CONTROL_FD, F_SETFD, FD_CLOEXEC);
+  static mp_worker w;
+  int status = mp_worker_init(&w, cfg, shared, id);
+  if (status == 0) {
+    /* One byte says "listening"; then the socket only carries the end of
+     * file that says the master is gone. */
+    uv_pipe_init(w.loop, &w.control, 0);
+    w.control.data = &w;
+    if (write(MP_WORKER_CONTROL_FD, "R", 1) != 1 ||
+        uv_pipe_open(&w.control, MP_WORKER_CONTROL_FD) != 0) {
+      fprintf(stderr, "moonport: worker %u: no master on descriptor %d\n",
+              id, MP_WORKER_CONTROL_FD);
+      status = 1;
+    } else {
+      uv_read_start((uv_stream_t *)&w.control, on_control_alloc, on_control);
+      mp_release_startup_pages();
+      uv_run(w.loop, UV_RUN_DEFAULT);
+    }
+  }
+  mp_worker_destroy(&w);
+  mp_shared_close(shared);
+  return status;
 }
 
 static int put(mp_buf *out, const char *fmt, ...)
@@ -306,12 +402,12 @@ static int put(mp_buf *out, const char *fmt, ...) {
 int mp_worker_stats_json(mp_worker *w, mp_buf *out) {
   const mp_stats *st = &w->stats;
   int rc = put(out,
-               "{\"worker\":{\"pid\":%d,\"requests\":%llu,"
+               "{\"worker\":{\"id\":%u,\"pid\":%d,\"requests\":%llu,"
                "\"connections\":{\"open\":%u,\"accepted\":%llu,\"refused\":%llu,"
                "\"unsent_bytes\":%zu},"
                "\"lua_heap_bytes\":%zu,\"mallocs\":%llu,"
                "\"memory_limit_hits\":%llu},\"routes\":[",
-               (int)getpid(), (unsigned long long)st->requests, w->nconns,
+               w->id, (int)getpid(), (unsigned long long)st->requests, w->nconns,
                (unsigned long long)st->accepted,
                (unsigned long long)st->refused, mp_conn_unsent_all(w),
                mp_vm_heap_size(w->vm),
@@ -343,7 +439,7 @@ int mp_worker_stats_json(mp_worker *w, mp_buf *out) {
 }
 
 void mp_worker_destroy(mp_worker *w) {
-  if (!w->stopped && uv_is_active((uv_handle_t *)&w->sigint)) stop_now(w);
+  if (!w->stopped && uv_is_active((uv_handle_t *)&w->sigterm)) stop_now(w);
   /* Let every close callback run before the memory goes. */
   uv_run(w->loop, UV_RUN_DEFAULT);
   if (w->vm != NULL) mp_vm_close(w->vm);

@@ -14,6 +14,7 @@
 #include "http1.h"
 #include "pool.h"
 #include "router.h"
+#include "shared.h"
 #include "stats.h"
 
 typedef struct mp_conn mp_conn;
@@ -23,10 +24,14 @@ typedef struct mp_vm mp_vm;
 typedef struct mp_worker {
   uv_loop_t *loop;
   const mp_config *cfg;
+  unsigned id;          /* 1..--workers; 0 when only loading (--check) */
+  mp_shared *shared;    /* moonport.shared; not owned */
+  mp_worker_slot *slot; /* this worker's heartbeat, or NULL */
+  uv_pipe_t control;    /* to the master: end of file means it is gone */
   mp_http1_limits limits;
   uv_tcp_t listener;
-  uv_signal_t sigint;
   uv_signal_t sigterm;
+  uv_signal_t sigusr1;
   uv_timer_t drain_timer;
   uv_timer_t sweep_timer; /* connection timeouts, once a second */
   bool stopping; /* draining: no new connections, none kept alive */
@@ -68,13 +73,29 @@ typedef struct mp_worker {
 /* The worker of this process (the FFI functions reach it here). */
 extern mp_worker *mp_worker_self;
 
-/* Sets up the loop, pools, VM (loading cfg->app) and the listening socket.
- * On failure prints the reason to stderr and returns the exit code to use
- * (1 for a broken app or an unusable address). Returns 0 on success. */
-int mp_worker_init(mp_worker *w, const mp_config *cfg);
+/* Sets up the loop, pools, VM (loading cfg->app, with `shared` as
+ * moonport.shared) and, unless cfg->check, the listening socket and the
+ * signals of worker `id`. On failure prints the reason to stderr and
+ * returns the exit code to use (1 for a broken app or an unusable
+ * address). Returns 0 on success. */
+int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
+                   unsigned id);
 
-/* Prints the startup line and serves until SIGINT or SIGTERM. Returns 0. */
-int mp_worker_run(mp_worker *w);
+/* The life of worker process `id`, started by the master: maps the shared
+ * segment, starts serving, tells the master it listens, and serves until
+ * SIGTERM or until the master is gone. Returns the exit status. */
+int mp_worker_main(const mp_config *cfg, unsigned id);
+
+/* Unmaps the clean library pages startup touched (they stay in the page
+ * cache), so a process's resident size is what it serves with. */
+void mp_release_startup_pages(void);
+
+/* Opens a TCP socket bound to host:port with SO_REUSEADDR (and
+ * SO_REUSEPORT when reuseport), not listening yet, and stores it in *fd
+ * and the port it got in *bound_port. Prints the reason to stderr and
+ * returns a negative code on failure. */
+int mp_listen_socket(const char *host, int port, bool reuseport, int *fd,
+                     int *bound_port);
 
 /* Frees everything mp_worker_init made. */
 void mp_worker_destroy(mp_worker *w);

@@ -197,7 +197,7 @@ end
 
 --- The pattern of the line the server prints once it listens.
 helpers.listening_pattern =
-  "^moonport (%S+) listening on http://([%d%.]+):(%d+) %((%d+) routes? from (.-)%)\n?$"
+  "^moonport (%S+) listening on http://([%d%.]+):(%d+) %((%d+) routes? from (.-), (%d+) workers?%)\n?$"
 
 --- Starts `moonport --listen 127.0.0.1:0 [extra_args...] APP`.
 -- `app_path` is relative to the repository root. Returns a server object
@@ -243,7 +243,7 @@ function helpers.start(app_path, extra_args, opts)
   end
   unistd.close(ready_r)
 
-  local version, host, port, routes, from = line:match(helpers.listening_pattern)
+  local version, host, port, routes, from, workers = line:match(helpers.listening_pattern)
   if not port then
     local code = wait_until(pid, helpers.now())
     if code == nil then
@@ -258,8 +258,30 @@ function helpers.start(app_path, extra_args, opts)
   end
   self.line = line:gsub("\n$", "")
   self.version, self.host, self.port = version, host, tonumber(port)
-  self.routes, self.from = tonumber(routes), from
+  self.routes, self.from, self.nworkers = tonumber(routes), from, tonumber(workers)
   return self
+end
+
+--- The pids of the processes whose parent is `pid`, sorted.
+function helpers.children(pid)
+  local found = {}
+  for name in dirent.files("/proc") do
+    if name:match("^%d+$") then
+      local f = io.open("/proc/" .. name .. "/stat")
+      local stat = f and f:read("*l")
+      if f then f:close() end
+      -- The command name may hold spaces and parentheses: skip past the last ')'.
+      local ppid = stat and stat:match("^.*%) %S+ (%d+)")
+      if ppid and tonumber(ppid) == pid then found[#found + 1] = tonumber(name) end
+    end
+  end
+  table.sort(found)
+  return found
+end
+
+--- The pids of the server's worker processes, sorted.
+function Server:workers()
+  return helpers.children(self.pid)
 end
 
 --- What the server has written to stderr so far.
@@ -318,8 +340,9 @@ end
 
 --- Waits at most `timeout` seconds (default 10) for the server to exit on
 -- its own (after a signal the test sent itself), without signalling it;
--- SIGKILLs it after that. Checks the exit like `stop`.
-function Server:wait(timeout, sig)
+-- SIGKILLs it after that. Checks the exit like `stop`, against `want`
+-- (default 0).
+function Server:wait(timeout, sig, want)
   if self.stopped then return self.code end
   self.stopped = true
   timeout = timeout or 10
@@ -342,9 +365,9 @@ function Server:wait(timeout, sig)
     error(("moonport (%s) did not exit within %gs%s; stderr:\n%s"):format(
       self.app, timeout, sig and (" of signal " .. sig) or "", err), 2)
   end
-  if code ~= 0 then
-    error(("moonport (%s) exited with %s, want 0; stderr:\n%s"):format(
-      self.app, tostring(code), err), 2)
+  if code ~= (want or 0) then
+    error(("moonport (%s) exited with %s, want %s; stderr:\n%s"):format(
+      self.app, tostring(code), tostring(want or 0), err), 2)
   end
   for _, bad in ipairs({ "AddressSanitizer", "LeakSanitizer", "runtime error:" }) do
     if err:find(bad, 1, true) then

@@ -142,7 +142,7 @@ describe("reporting", function()
     os.remove(log_path)
   end)
 
-  it("writes one Common Log Format line per request, with seconds and bytes", function()
+  it("writes one Common Log Format line per request, with seconds, bytes and worker", function()
     helpers.request(port, "GET", "/users/7")
     helpers.request(port, "GET", "/nowhere")
     local lines = helpers.eventually(function()
@@ -152,7 +152,7 @@ describe("reporting", function()
       return text:find("/nowhere", 1, true) and text
     end)
     assert.truthy(lines, "access log stayed empty")
-    local pat = '^127%.0%.0%.1 %- %- %[%d%d/%a%a%a/%d%d%d%d:%d%d:%d%d:%d%d %+0000%] "GET /users/7 HTTP/1%.1" 200 (%d+) ([%d%.]+) (%d+) (%d+)$'
+    local pat = '^127%.0%.0%.1 %- %- %[%d%d/%a%a%a/%d%d%d%d:%d%d:%d%d:%d%d %+0000%] "GET /users/7 HTTP/1%.1" 200 (%d+) ([%d%.]+) (%d+) (%d+) 1$'
     local found
     for line in lines:gmatch("[^\n]+") do
       local bytes, secs, lua, c = line:match(pat)

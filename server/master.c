@@ -1,0 +1,438 @@
+/*
+ * The master (see master.h).
+ *
+ * Workers are this same executable, exec'd with MP_WORKER_ENV set: a fresh
+ * process image has no loop, signal state or Lua state inherited from the
+ * master, which forking a process that runs a libuv loop would have. Each
+ * worker binds the port itself with SO_REUSEPORT; the master binds it first
+ * (and never listens), so port 0 resolves to one port for every worker and
+ * the port stays held while a worker is being replaced. A bound socket that
+ * does not listen gets no connections: the kernel spreads them over the
+ * listening members of the group only.
+ *
+ * A worker incarnation (process handle plus control socket) is freed when
+ * both handles have closed; the worker's place (its id) then gets a new
+ * incarnation. The master reads each worker's heartbeat slot in the shared
+ * segment to find one stuck in a handler, and kills it: LuaJIT cannot
+ * interrupt compiled code from inside, so only another process can.
+ *
+ * Until every first worker has said it listens, a worker that exits is a
+ * startup failure: the master stops the others and exits 1. After that, a
+ * worker that exits is logged and replaced at once, or after a second if it
+ * died before listening (so a worker that cannot start does not spin).
+ */
+#include "master.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "errors.h"
+#include "log.h"
+#include "router.h"
+#include "shared.h"
+#include "worker.h"
+
+typedef struct master master;
+
+/* One process started for a worker id. */
+typedef struct incarnation {
+  master *m;
+  unsigned id;
+  uv_process_t proc;
+  uv_pipe_t control;
+  int open_handles; /* freed when both handles have closed */
+  bool exited;
+  bool ready;
+  bool killed_stuck;
+  uint64_t started_ms;
+} incarnation;
+
+typedef struct place {
+  incarnation *current; /* NULL while waiting to be started again */
+  uint64_t restart_at_ms; /* when current is NULL: 0 (now) or later */
+} place;
+
+struct master {
+  uv_loop_t loop;
+  const mp_config *cfg;
+  int argc;
+  char **argv;
+  char exe[4096];
+  char listen_arg[300];
+  int reserve_fd;
+  mp_shared *shared;
+  char **route_names; /* "GET /users/:id", by route index */
+  unsigned nroutes;
+  place *places;
+  unsigned nready;
+  unsigned nrunning;
+  bool started;  /* every first worker said it listens */
+  bool stopping; /* a signal asked to stop */
+  bool failed;   /* startup failed: exit 1 */
+  uv_signal_t signals[4];
+  uv_timer_t watch; /* stuck workers and delayed restarts */
+  uv_timer_t deadline; /* shutdown: kill what is still running */
+};
+
+static void start_worker(master *m, unsigned id);
+
+static void free_incarnation(uv_handle_t *h) {
+  incarnation *in = h->data;
+  if (--in->open_handles == 0) free(in);
+}
+
+/* "exited with status 1" or "killed by signal 9 (Killed)". */
+static void describe_exit(char *out, size_t cap, int64_t status, int sig) {
+  if (sig != 0)
+    snprintf(out, cap, "killed by signal %d (%s)", sig, strsignal(sig));
+  else
+    snprintf(out, cap, "exited with status %lld", (long long)status);
+}
+
+static void close_master_handles(master *m) {
+  for (size_t i = 0; i < sizeof m->signals / sizeof m->signals[0]; i++)
+    uv_close((uv_handle_t *)&m->signals[i], NULL);
+  uv_close((uv_handle_t *)&m->watch, NULL);
+  uv_close((uv_handle_t *)&m->deadline, NULL);
+}
+
+static void kill_all(master *m, int sig) {
+  for (unsigned i = 0; i < m->cfg->workers; i++) {
+    incarnation *in = m->places[i].current;
+    if (in != NULL && !in->exited) uv_process_kill(&in->proc, sig);
+  }
+}
+
+static void on_worker_exit(uv_process_t *proc, int64_t status, int sig) {
+  incarnation *in = proc->data;
+  master *m = in->m;
+  place *p = &m->places[in->id - 1];
+  char how[96];
+  describe_exit(how, sizeof how, status, sig);
+  in->exited = true;
+  m->nrunning--;
+  if (in->ready) m->nready--;
+  p->current = NULL;
+  mp_worker_slot *slot = mp_shared_slot(m->shared, in->id);
+  slot->busy_since_ms = 0;
+  slot->route = -1;
+  uv_close((uv_handle_t *)&in->proc, free_incarnation);
+  uv_close((uv_handle_t *)&in->control, free_incarnation);
+
+  if (m->stopping) {
+    if (status != 0 || sig != 0)
+      mp_log(MP_LOG_WARN, "worker %u (pid %d) %s while stopping", in->id,
+             proc->pid, how);
+    if (m->nrunning == 0) close_master_handles(m);
+    return;
+  }
+  if (!m->started) {
+    mp_log(MP_LOG_ERROR, "worker %u (pid %d) %s before it was listening",
+           in->id, proc->pid, how);
+    m->failed = true;
+    m->stopping = true;
+    kill_all(m, SIGTERM);
+    if (m->nrunning == 0) close_master_handles(m);
+    return;
+  }
+  uint64_t now = uv_now(&m->loop);
+  if (in->ready) {
+    mp_log(MP_LOG_ERROR, "worker %u (pid %d) %s; starting a new one",
+           in->id, proc->pid, how);
+    start_worker(m, in->id);
+  } else {
+    mp_log(MP_LOG_ERROR,
+           "worker %u (pid %d) %s before it was listening; starting a new "
+           "one in 1 s", in->id, proc->pid, how);
+    p->restart_at_ms = now + 1000;
+  }
+}
+
+static void on_control_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  static char byte[16];
+  (void)h;
+  (void)hint;
+  *buf = uv_buf_init(byte, sizeof byte);
+}
+
+/* A byte from the worker: it listens. End of file: it is exiting, which
+ * on_worker_exit reports. */
+static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  incarnation *in = s->data;
+  master *m = in->m;
+  (void)buf;
+  if (n < 0) {
+    uv_read_stop(s);
+    return;
+  }
+  if (n == 0 || in->ready) return;
+  in->ready = true;
+  m->nready++;
+  if (!m->started && m->nready == m->cfg->workers) {
+    m->started = true;
+    unsigned r = m->nroutes, w = m->cfg->workers;
+    printf("moonport %s listening on http://%s (%u route%s from %s, %u "
+           "worker%s)\n",
+           MP_VERSION, m->listen_arg, r, r == 1 ? "" : "s", m->cfg->app, w,
+           w == 1 ? "" : "s");
+    fflush(stdout);
+    mp_release_startup_pages();
+  }
+}
+
+static void start_worker(master *m, unsigned id) {
+  place *p = &m->places[id - 1];
+  incarnation *in = calloc(1, sizeof *in);
+  if (in == NULL) {
+    mp_log(MP_LOG_ERROR, "worker %u: out of memory; trying again in 1 s", id);
+    p->restart_at_ms = uv_now(&m->loop) + 1000;
+    return;
+  }
+  in->m = m;
+  in->id = id;
+  in->started_ms = uv_now(&m->loop);
+  uv_pipe_init(&m->loop, &in->control, 0);
+  in->control.data = in;
+  in->proc.data = in;
+
+  /* The worker's command line is the master's, with the port resolved; a
+   * later --listen overrides the first. */
+  char *args[m->argc + 3];
+  args[0] = m->argv[0];
+  for (int i = 1; i < m->argc; i++) args[i] = m->argv[i];
+  args[m->argc] = "--listen";
+  args[m->argc + 1] = m->listen_arg;
+  args[m->argc + 2] = NULL;
+
+  uv_stdio_container_t stdio[5];
+  for (int fd = 0; fd < 3; fd++) {
+    stdio[fd].flags = UV_INHERIT_FD;
+    stdio[fd].data.fd = fd;
+  }
+  stdio[MP_WORKER_SHARED_FD].flags = UV_INHERIT_FD;
+  stdio[MP_WORKER_SHARED_FD].data.fd = mp_shared_fd(m->shared);
+  stdio[MP_WORKER_CONTROL_FD].flags =
+      UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE;
+  stdio[MP_WORKER_CONTROL_FD].data.stream = (uv_stream_t *)&in->control;
+
+  char idstr[16];
+  snprintf(idstr, sizeof idstr, "%u", id);
+  setenv(MP_WORKER_ENV, idstr, 1);
+
+  uv_process_options_t opt;
+  memset(&opt, 0, sizeof opt);
+  opt.file = m->exe;
+  opt.args = args;
+  opt.exit_cb = on_worker_exit;
+  opt.stdio = stdio;
+  opt.stdio_count = 5;
+  int rc = uv_spawn(&m->loop, &in->proc, &opt);
+  unsetenv(MP_WORKER_ENV);
+  if (rc != 0) {
+    mp_log(MP_LOG_ERROR, "worker %u: cannot start %s: %s; trying again in 1 s",
+           id, m->exe, uv_strerror(rc));
+    in->open_handles = 2;
+    uv_close((uv_handle_t *)&in->proc, free_incarnation);
+    uv_close((uv_handle_t *)&in->control, free_incarnation);
+    p->restart_at_ms = uv_now(&m->loop) + 1000;
+    if (!m->started) {
+      m->failed = true;
+      m->stopping = true;
+      kill_all(m, SIGTERM);
+      if (m->nrunning == 0) close_master_handles(m);
+    }
+    return;
+  }
+  in->open_handles = 2;
+  p->current = in;
+  p->restart_at_ms = 0;
+  m->nrunning++;
+  uv_read_start((uv_stream_t *)&in->control, on_control_alloc, on_control);
+}
+
+/* Kills workers stuck in one handler, and starts those whose restart
+ * delay is over. */
+static void on_watch(uv_timer_t *t) {
+  master *m = t->data;
+  if (m->stopping) return;
+  uint64_t now = mp_shared_now_ms();
+  uint64_t loop_now = uv_now(&m->loop);
+  for (unsigned id = 1; id <= m->cfg->workers; id++) {
+    place *p = &m->places[id - 1];
+    incarnation *in = p->current;
+    if (in == NULL) {
+      if (m->started && loop_now >= p->restart_at_ms) start_worker(m, id);
+      continue;
+    }
+    if (in->exited || in->killed_stuck) continue;
+    mp_worker_slot *slot = mp_shared_slot(m->shared, id);
+    uint64_t since = slot->busy_since_ms;
+    if (slot->pid != in->proc.pid || since == 0 || since > now ||
+        now - since < m->cfg->handler_timeout_ms)
+      continue;
+    int32_t route = slot->route;
+    const char *name = route >= 0 && (unsigned)route < m->nroutes
+                           ? m->route_names[route]
+                           : "a handler";
+    mp_log(MP_LOG_ERROR,
+           "worker %u (pid %d) has been running %s (%s) for %.1f s without "
+           "yielding, past --handler-timeout; killing it", id, in->proc.pid,
+           name, m->cfg->app, (double)(now - since) / 1000.0);
+    in->killed_stuck = true;
+    uv_process_kill(&in->proc, SIGKILL);
+  }
+}
+
+static void on_deadline(uv_timer_t *t) {
+  master *m = t->data;
+  mp_log(MP_LOG_WARN, "shutdown: %u worker%s still running after %.1f s; "
+         "killing them", m->nrunning, m->nrunning == 1 ? "" : "s",
+         (double)uv_timer_get_repeat(t) / 1000.0);
+  kill_all(m, SIGKILL);
+}
+
+/* TERM or INT: every worker drains (a second one: they stop at once).
+ * USR1: reopen the logs here and in every worker. */
+static void on_signal(uv_signal_t *h, int signum) {
+  master *m = h->data;
+  if (signum == SIGUSR1) {
+    mp_log_reopen();
+    kill_all(m, SIGUSR1);
+    return;
+  }
+  if (signum == SIGHUP) return; /* not a reason to stop */
+  kill_all(m, SIGTERM);
+  if (m->stopping) return;
+  m->stopping = true;
+  if (m->nrunning == 0) {
+    close_master_handles(m);
+    return;
+  }
+  /* The workers give up on requests at --shutdown-timeout themselves;
+   * past that and a grace second, the master makes sure. */
+  uint64_t grace = m->cfg->shutdown_timeout_ms + 1000;
+  uv_timer_start(&m->deadline, on_deadline, grace, 0);
+  uv_timer_set_repeat(&m->deadline, grace);
+  uv_unref((uv_handle_t *)&m->deadline);
+}
+
+/* Loads the app once here, in a state of its own, so a broken script is
+ * reported before any worker starts, and keeps the route names for the
+ * log. Returns 0 or 1 (the exit status). */
+static int check_app(master *m) {
+  mp_config cfg = *m->cfg;
+  cfg.check = true;
+  static mp_worker scratch;
+  int rc = mp_worker_init(&scratch, &cfg, m->shared, 0);
+  if (rc == 0) {
+    m->nroutes = mp_router_count(scratch.router);
+    m->route_names = calloc(m->nroutes ? m->nroutes : 1, sizeof(char *));
+    for (unsigned i = 0; m->route_names != NULL && i < m->nroutes; i++) {
+      const mp_route *r = mp_router_route(scratch.router, i);
+      size_t n = strlen(r->pattern) + 24;
+      m->route_names[i] = malloc(n);
+      if (m->route_names[i] != NULL)
+        snprintf(m->route_names[i], n, "%s %s",
+                 llhttp_method_name((llhttp_method_t)r->method), r->pattern);
+    }
+  }
+  mp_worker_destroy(&scratch);
+  return rc;
+}
+
+/* Binds (without listening) the address every worker will bind, and
+ * writes the resolved "host:port" into listen_arg. SO_REUSEPORT would let
+ * a second moonport of the same user bind a port the first one serves,
+ * and the two would silently split its traffic: a first bind without it
+ * makes sure the port is free. */
+static int hold_port(master *m) {
+  int port = 0, probe;
+  if (m->cfg->port != 0) {
+    if (mp_listen_socket(m->cfg->host, m->cfg->port, false, &probe, &port) != 0)
+      return 1;
+    close(probe);
+  }
+  int rc = mp_listen_socket(m->cfg->host, m->cfg->port, true, &m->reserve_fd,
+                            &port);
+  if (rc != 0) return 1;
+  bool v6 = strchr(m->cfg->host, ':') != NULL;
+  snprintf(m->listen_arg, sizeof m->listen_arg, "%s%s%s:%d", v6 ? "[" : "",
+           m->cfg->host, v6 ? "]" : "", port);
+  return 0;
+}
+
+static void free_master(master *m) {
+  for (unsigned i = 0; m->route_names != NULL && i < m->nroutes; i++)
+    free(m->route_names[i]);
+  free(m->route_names);
+  free(m->places);
+  if (m->reserve_fd >= 0) close(m->reserve_fd);
+  mp_shared_close(m->shared);
+}
+
+int mp_master_run(const mp_config *cfg, int argc, char **argv) {
+  static master m;
+  memset(&m, 0, sizeof m);
+  m.cfg = cfg;
+  m.argc = argc;
+  m.argv = argv;
+  m.reserve_fd = -1;
+  mp_log_set_process("master", 0);
+  int status = 1;
+
+  size_t exe_len = sizeof m.exe;
+  int rc = uv_exepath(m.exe, &exe_len);
+  if (rc != 0) {
+    fprintf(stderr, "moonport: cannot find its own executable: %s\n",
+            uv_strerror(rc));
+    goto done;
+  }
+  rc = mp_shared_create(cfg->shared_size, cfg->workers, &m.shared);
+  if (rc != 0) {
+    fprintf(stderr, "moonport: cannot create the shared store (%zu bytes): "
+            "%s\n", cfg->shared_size, mp_strerror(rc));
+    goto done;
+  }
+  /* Workers get the segment as descriptor 3 (a copy without close-on-exec);
+   * nothing else the master might start should. */
+  fcntl(mp_shared_fd(m.shared), F_SETFD, FD_CLOEXEC);
+  if (check_app(&m) != 0 || hold_port(&m) != 0) goto done;
+  m.places = calloc(cfg->workers, sizeof *m.places);
+  if (m.places == NULL || uv_loop_init(&m.loop) != 0) {
+    fprintf(stderr, "moonport: out of memory\n");
+    goto done;
+  }
+
+  static const int signums[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
+  for (size_t i = 0; i < sizeof signums / sizeof signums[0]; i++) {
+    uv_signal_init(&m.loop, &m.signals[i]);
+    m.signals[i].data = &m;
+    uv_signal_start(&m.signals[i], on_signal, signums[i]);
+  }
+  uv_timer_init(&m.loop, &m.deadline);
+  m.deadline.data = &m;
+  uv_timer_init(&m.loop, &m.watch);
+  m.watch.data = &m;
+  /* A tenth of the handler timeout, between 50 and 250 ms: a stuck worker
+   * is found within 10% of the timeout or a quarter second, and a delayed
+   * restart happens within a quarter second of its time. */
+  uint64_t every = cfg->handler_timeout_ms / 10;
+  every = every < 50 ? 50 : every > 250 ? 250 : every;
+  uv_timer_start(&m.watch, on_watch, every, every);
+
+  for (unsigned id = 1; id <= cfg->workers && !m.stopping; id++)
+    start_worker(&m, id);
+  uv_run(&m.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&m.loop);
+  status = m.failed ? 1 : 0;
+
+done:
+  free_master(&m);
+  return status;
+}
