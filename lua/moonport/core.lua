@@ -49,6 +49,17 @@ int mp_res_send(uint64_t ctx, const char *body, size_t len,
 int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
 int mp_sleep(double ms);
+void mp_lua_log(int level, const char *msg, size_t len);
+int mp_store_get(const char *key, size_t klen, double *num, const char **str,
+                 size_t *len);
+int mp_store_set(const char *key, size_t klen, int type, double num,
+                 const char *str, size_t len, double ttl, int add);
+int mp_store_incr(const char *key, size_t klen, double by, double init,
+                  double ttl, double *result);
+int mp_store_delete(const char *key, size_t klen);
+int mp_store_ttl(const char *key, size_t klen, double *ttl);
+int mp_store_keys(unsigned max, const char **out, size_t *len);
+void mp_store_flush(void);
 ]]
 
 -- Every C function, looked up once now: the lookups walk the symbol tables
@@ -70,6 +81,14 @@ local mp_res_send = C.mp_res_send
 local mp_res_status = C.mp_res_status
 local mp_res_write = C.mp_res_write
 local mp_sleep = C.mp_sleep
+local mp_lua_log = C.mp_lua_log
+local mp_store_get = C.mp_store_get
+local mp_store_set = C.mp_store_set
+local mp_store_incr = C.mp_store_incr
+local mp_store_delete = C.mp_store_delete
+local mp_store_ttl = C.mp_store_ttl
+local mp_store_keys = C.mp_store_keys
+local mp_store_flush = C.mp_store_flush
 
 -- Return codes (server/errors.h).
 local MP_AGAIN = -30001
@@ -347,6 +366,179 @@ function core.sleep(ms)
   end
   if rc ~= 0 then fail(rc, "moonport.sleep") end
   yield()
+end
+
+-- The error log ----------------------------------------------------------
+
+local log_levels = { error = 0, warn = 1, info = 2 }
+
+--- Writes a line to the error log, which adds the time, the level and the
+-- worker. With one argument the level is info.
+-- @usage moonport.log("warn", "cache miss for " .. key)
+function core.log(level, msg)
+  if msg == nil then level, msg = "info", level end
+  local n = log_levels[level]
+  if n == nil then
+    error("moonport.log: level must be 'error', 'warn' or 'info'", 2)
+  end
+  msg = tostring(msg)
+  mp_lua_log(n, msg, #msg)
+end
+
+-- moonport.shared -----------------------------------------------------------
+
+local Shared = {}
+Shared.__index = Shared
+local shared = setmetatable({}, Shared)
+core.shared = shared
+
+local num_out = ffi.new("double[1]")
+local len_out = ffi.new("size_t[1]")
+local KEY_MAX = 65535
+local value_types = { string = 1, number = 2, boolean = 3 }
+
+-- Checks the receiver and the key of a shared-store method.
+local function check(self, key, name)
+  if self ~= shared then
+    error("moonport.shared:" .. name .. ": call it with ':' (moonport.shared:"
+          .. name .. "(...))", 3)
+  end
+  if type(key) ~= "string" or #key == 0 or #key > KEY_MAX then
+    error("moonport.shared:" .. name .. ": key must be a string of 1 to "
+          .. KEY_MAX .. " bytes", 3)
+  end
+end
+
+local function check_ttl(ttl, name)
+  if ttl == nil then return 0 end
+  if type(ttl) ~= "number" or ttl < 0 or ttl ~= ttl then
+    error("moonport.shared:" .. name .. ": ttl must be a non-negative number "
+          .. "of seconds", 3)
+  end
+  return ttl
+end
+
+--- The value stored under key (a string, number or boolean), or nil when
+-- there is none or it expired.
+-- @usage local n = moonport.shared:get("hits")
+function Shared:get(key)
+  check(self, key, "get")
+  local t = mp_store_get(key, #key, num_out, out, len_out)
+  if t == 1 then return ffi_string(out[0], len_out[0]) end
+  if t == 2 then return num_out[0] end
+  if t == 3 then return num_out[0] ~= 0 end
+  return nil
+end
+
+-- set and add: true, nil, evicted; or false and why.
+local function store(self, key, value, ttl, add, name)
+  check(self, key, name)
+  ttl = check_ttl(ttl, name)
+  local vt = type(value)
+  local t = value_types[vt]
+  if t == nil then
+    if value == nil and not add then
+      mp_store_delete(key, #key)
+      return true, nil, false
+    end
+    error("moonport.shared:" .. name .. ": value must be a string, number "
+          .. "or boolean (got " .. vt .. ")", 3)
+  end
+  local rc
+  if t == 1 then
+    rc = mp_store_set(key, #key, 1, 0, value, #value, ttl, add and 1 or 0)
+  elseif t == 2 then
+    rc = mp_store_set(key, #key, 2, value, nil, 0, ttl, add and 1 or 0)
+  else
+    rc = mp_store_set(key, #key, 3, value and 1 or 0, nil, 0, ttl,
+                      add and 1 or 0)
+  end
+  if rc >= 0 then return true, nil, rc == 1 end
+  if rc == MP_DECLINED then return false, "exists" end
+  if rc == MP_NOMEM then return false, "no memory" end
+  return false, "invalid"
+end
+
+--- Stores value under key, for ttl seconds (nil or 0: until evicted);
+-- nil deletes. Returns true, nil, evicted: evicted is true when the store
+-- was full and least recently used entries made room. Returns false,
+-- "no memory" when the value is larger than the store can hold.
+-- @usage moonport.shared:set("session:" .. id, user, 3600)
+function Shared:set(key, value, ttl)
+  return store(self, key, value, ttl, false, "set")
+end
+
+--- Like set, but only when the key is absent (or expired): false, "exists"
+-- otherwise.
+-- @usage local first = moonport.shared:add("lock:" .. job, true, 30)
+function Shared:add(key, value, ttl)
+  return store(self, key, value, ttl, true, "add")
+end
+
+--- Adds by (default 1) to the number under key and returns the new value,
+-- atomically across workers. An absent key starts from init (default 0)
+-- and expires after ttl seconds (nil or 0: never); an existing key keeps
+-- its expiry. Returns nil, "not a number" when the value is not one.
+-- @usage local n = moonport.shared:incr("hits")
+function Shared:incr(key, by, init, ttl)
+  check(self, key, "incr")
+  by, init = by or 1, init or 0
+  if type(by) ~= "number" or type(init) ~= "number" then
+    error("moonport.shared:incr: by and init must be numbers", 2)
+  end
+  ttl = check_ttl(ttl, "incr")
+  local rc = mp_store_incr(key, #key, by, init, ttl, num_out)
+  if rc >= 0 then return num_out[0] end
+  if rc == MP_NOMEM then return nil, "no memory" end
+  return nil, "not a number"
+end
+
+--- Removes key. Returns true.
+-- @usage moonport.shared:delete("session:" .. id)
+function Shared:delete(key)
+  check(self, key, "delete")
+  mp_store_delete(key, #key)
+  return true
+end
+
+--- Seconds until key expires (0 when it never does), or nil, "not found".
+-- @usage local left = moonport.shared:ttl("session:" .. id)
+function Shared:ttl(key)
+  check(self, key, "ttl")
+  local rc = mp_store_ttl(key, #key, num_out)
+  if rc ~= 0 then return nil, "not found" end
+  return num_out[0]
+end
+
+--- Up to max keys (default 1024; 0 for all) that have not expired, in no
+-- particular order.
+-- @usage for _, k in ipairs(moonport.shared:keys(0)) do ... end
+function Shared:keys(max)
+  if self ~= shared then
+    error("moonport.shared:keys: call it with ':' (moonport.shared:keys())", 2)
+  end
+  max = max or 1024
+  if type(max) ~= "number" or max < 0 or max % 1 ~= 0 then
+    error("moonport.shared:keys: max must be a whole number >= 0", 2)
+  end
+  local n = mp_store_keys(max, out, len_out)
+  if n < 0 then fail(n, "moonport.shared:keys") end
+  local keys, p, off = {}, out[0], 0
+  for i = 1, n do
+    local klen = ffi.cast("const uint32_t *", p + off)[0]
+    keys[i] = ffi_string(p + off + 4, klen)
+    off = off + 4 + klen
+  end
+  return keys
+end
+
+--- Removes every key.
+-- @usage moonport.shared:flush_all()
+function Shared:flush_all()
+  if self ~= shared then
+    error("moonport.shared:flush_all: call it with ':'", 2)
+  end
+  mp_store_flush()
 end
 
 -- Running handlers -------------------------------------------------------

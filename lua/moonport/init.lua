@@ -54,5 +54,7 @@ for _, method in ipairs({ "get", "post", "put", "patch", "delete", "options" }) 
 end
 
 moonport.sleep = core.sleep
+moonport.log = core.log
+moonport.shared = core.shared
 
 return moonport
