@@ -31,8 +31,7 @@ typedef struct mp_worker_slot {
   volatile int32_t route;          /* index of the route running, or -1 */
   volatile uint64_t busy_since_ms; /* mp_shared_now_ms() when the handler
                                     * was entered; 0 while not in one */
-  volatile uint64_t requests;      /* requests this worker has served */
-  char pad[40];
+  char pad[48];
 } mp_worker_slot;
 
 enum {

@@ -401,18 +401,24 @@ static int put(mp_buf *out, const char *fmt, ...) {
 
 int mp_worker_stats_json(mp_worker *w, mp_buf *out) {
   const mp_stats *st = &w->stats;
+  size_t shared_cap = 0, shared_used = 0;
+  unsigned shared_entries = 0;
+  mp_shared_usage(w->shared, &shared_cap, &shared_used, &shared_entries);
   int rc = put(out,
                "{\"worker\":{\"id\":%u,\"pid\":%d,\"requests\":%llu,"
                "\"connections\":{\"open\":%u,\"accepted\":%llu,\"refused\":%llu,"
                "\"unsent_bytes\":%zu},"
                "\"lua_heap_bytes\":%zu,\"mallocs\":%llu,"
-               "\"memory_limit_hits\":%llu},\"routes\":[",
+               "\"memory_limit_hits\":%llu},"
+               "\"shared\":{\"capacity_bytes\":%zu,\"used_bytes\":%zu,"
+               "\"entries\":%u},\"routes\":[",
                w->id, (int)getpid(), (unsigned long long)st->requests, w->nconns,
                (unsigned long long)st->accepted,
                (unsigned long long)st->refused, mp_conn_unsent_all(w),
                mp_vm_heap_size(w->vm),
                (unsigned long long)mp_malloc_count,
-               (unsigned long long)st->memory_limit_hits);
+               (unsigned long long)st->memory_limit_hits, shared_cap,
+               shared_used, shared_entries);
   for (unsigned i = 0; rc == 0 && i < st->nroutes; i++) {
     const mp_route *route = mp_router_route(w->router, i);
     const mp_route_stats *r = &st->routes[i];

@@ -286,7 +286,8 @@ def targets_section(stats, startup):
 
 
 def profile_section(path):
-    """bench/profile/PROFILE.md, when bench/profile/callgrind.sh has made it."""
+    """A section another script wrote (bench/workers/WORKERS.md,
+    bench/profile/PROFILE.md), when it has been made."""
     if not os.path.exists(path):
         return []
     with open(path) as f:
@@ -387,8 +388,9 @@ def main():
     lines += memory_section(memory)
     lines += bigbody_section(os.path.join(args.work, "bigbody.txt"))
     lines += alloc_section(os.path.join(args.work, "alloc.txt"))
-    lines += profile_section(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                          "..", "profile", "PROFILE.md"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    lines += profile_section(os.path.join(here, "..", "workers", "WORKERS.md"))
+    lines += profile_section(os.path.join(here, "..", "profile", "PROFILE.md"))
     lines += [f"Raw per-round figures: [{args.csv_name}]({args.csv_name}). "
               "How the figures are taken: bench/README.md.", ""]
     with open(args.out, "w") as f:
