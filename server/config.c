@@ -72,6 +72,11 @@ static const option options[] = {
     {"--request-memory-limit", OPT_BYTES, "BYTES",
      "how far one request may grow the Lua heap; past it the request gets "
      "500 (default 8m)"},
+    {"--no-watch", OPT_FLAG, NULL,
+     "do not reload when the app's files change (SIGHUP still reloads)"},
+    {"--watch-delay", OPT_SECONDS, "SECONDS",
+     "reload this long after the last change to the app's files "
+     "(default 0.05)"},
     {"--shared-size", OPT_BYTES, "BYTES",
      "size of the moonport.shared store, shared by all workers "
      "(default 16m, at least 64k)"},
@@ -152,6 +157,8 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
         cfg->write_timeout_ms = ms;
       else if (strcmp(o->name, "--handler-timeout") == 0)
         cfg->handler_timeout_ms = ms;
+      else if (strcmp(o->name, "--watch-delay") == 0)
+        cfg->watch_delay_ms = ms;
       else
         cfg->shutdown_timeout_ms = ms;
       return MP_CONFIG_RUN;
@@ -249,6 +256,8 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   cfg->workers = 1;
   cfg->handler_timeout_ms = 30 * 1000;
   cfg->shared_size = 16 * 1024 * 1024;
+  cfg->watch = true;
+  cfg->watch_delay_ms = 50;
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -290,6 +299,7 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
       if (strcmp(o->name, "--check") == 0) cfg->check = true;
       if (strcmp(o->name, "--debug") == 0) cfg->debug = true;
       if (strcmp(o->name, "--stats") == 0) cfg->stats = true;
+      if (strcmp(o->name, "--no-watch") == 0) cfg->watch = false;
       continue;
     }
     const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);

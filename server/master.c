@@ -25,17 +25,21 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "errors.h"
 #include "log.h"
+#include "lua_vm.h"
 #include "router.h"
 #include "shared.h"
+#include "watch.h"
 #include "worker.h"
 
 typedef struct master master;
@@ -51,6 +55,8 @@ typedef struct incarnation {
   bool ready;
   bool killed_stuck;
   uint64_t started_ms;
+  char line[PATH_MAX + 2]; /* a message from the worker, until its newline */
+  size_t line_len;
 } incarnation;
 
 typedef struct place {
@@ -69,6 +75,13 @@ struct master {
   mp_shared *shared;
   char **route_names; /* "GET /users/:id", by route index */
   unsigned nroutes;
+  char app_path[PATH_MAX]; /* the app script, absolute */
+  char root[PATH_MAX];     /* its directory: files loaded from below it are watched */
+  mp_watch *watch;         /* NULL with --no-watch */
+  char **watched;          /* the files watched now */
+  unsigned nwatched;
+  char **pending;          /* the files the load in progress has read */
+  unsigned npending;
   place *places;
   unsigned nready;
   unsigned nrunning;
@@ -76,11 +89,12 @@ struct master {
   bool stopping; /* a signal asked to stop */
   bool failed;   /* startup failed: exit 1 */
   uv_signal_t signals[4];
-  uv_timer_t watch; /* stuck workers and delayed restarts */
+  uv_timer_t patrol; /* stuck workers and delayed restarts */
   uv_timer_t deadline; /* shutdown: kill what is still running */
 };
 
 static void start_worker(master *m, unsigned id);
+static void reload(master *m, const char *why);
 
 static void free_incarnation(uv_handle_t *h) {
   incarnation *in = h->data;
@@ -96,9 +110,13 @@ static void describe_exit(char *out, size_t cap, int64_t status, int sig) {
 }
 
 static void close_master_handles(master *m) {
+  if (m->watch != NULL) {
+    mp_watch_close(m->watch);
+    m->watch = NULL;
+  }
   for (size_t i = 0; i < sizeof m->signals / sizeof m->signals[0]; i++)
     uv_close((uv_handle_t *)&m->signals[i], NULL);
-  uv_close((uv_handle_t *)&m->watch, NULL);
+  uv_close((uv_handle_t *)&m->patrol, NULL);
   uv_close((uv_handle_t *)&m->deadline, NULL);
 }
 
@@ -155,23 +173,18 @@ static void on_worker_exit(uv_process_t *proc, int64_t status, int sig) {
 }
 
 static void on_control_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
-  static char byte[16];
+  static char bytes[4096];
   (void)h;
   (void)hint;
-  *buf = uv_buf_init(byte, sizeof byte);
+  *buf = uv_buf_init(bytes, sizeof bytes);
 }
 
-/* A byte from the worker: it listens. End of file: it is exiting, which
- * on_worker_exit reports. */
-static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
-  incarnation *in = s->data;
-  master *m = in->m;
-  (void)buf;
-  if (n < 0) {
-    uv_read_stop(s);
-    return;
-  }
-  if (n == 0 || in->ready) return;
+static void on_load_file(void *ud, const char *path);
+static void update_watch(master *m, bool loaded);
+
+/* The worker listens: the first byte it sends. Once all of the first
+ * workers do, say so. */
+static void worker_ready(master *m, incarnation *in) {
   in->ready = true;
   m->nready++;
   if (!m->started && m->nready == m->cfg->workers) {
@@ -184,6 +197,38 @@ static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     fflush(stdout);
     mp_release_startup_pages();
   }
+}
+
+/* What a worker says: 'R' once it listens, then "F<path>\n" for every
+ * file its app loads while serving (a require inside a handler), which
+ * joins the files watched. End of file: it is exiting, which
+ * on_worker_exit reports. */
+static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  incarnation *in = s->data;
+  master *m = in->m;
+  if (n < 0) {
+    uv_read_stop(s);
+    return;
+  }
+  bool added = false;
+  for (ssize_t i = 0; i < n; i++) {
+    char c = buf->base[i];
+    if (!in->ready) {
+      worker_ready(m, in);
+      continue;
+    }
+    if (c != '\n') {
+      if (in->line_len < sizeof in->line - 1) in->line[in->line_len++] = c;
+      continue;
+    }
+    in->line[in->line_len] = '\0';
+    if (in->line[0] == 'F' && in->line_len > 1) {
+      on_load_file(m, in->line + 1);
+      added = true;
+    }
+    in->line_len = 0;
+  }
+  if (added && m->npending > 0) update_watch(m, false);
 }
 
 static void start_worker(master *m, unsigned id) {
@@ -258,7 +303,7 @@ static void start_worker(master *m, unsigned id) {
 
 /* Kills workers stuck in one handler, and starts those whose restart
  * delay is over. */
-static void on_watch(uv_timer_t *t) {
+static void on_patrol(uv_timer_t *t) {
   master *m = t->data;
   if (m->stopping) return;
   uint64_t now = mp_shared_now_ms();
@@ -306,7 +351,10 @@ static void on_signal(uv_signal_t *h, int signum) {
     kill_all(m, SIGUSR1);
     return;
   }
-  if (signum == SIGHUP) return; /* not a reason to stop */
+  if (signum == SIGHUP) {
+    reload(m, "SIGHUP");
+    return;
+  }
   kill_all(m, SIGTERM);
   if (m->stopping) return;
   m->stopping = true;
@@ -322,29 +370,147 @@ static void on_signal(uv_signal_t *h, int signum) {
   uv_unref((uv_handle_t *)&m->deadline);
 }
 
-/* Loads the app once here, in a state of its own, so a broken script is
- * reported before any worker starts, and keeps the route names for the
- * log. Returns 0 or 1 (the exit status). */
-static int check_app(master *m) {
-  mp_config cfg = *m->cfg;
-  cfg.check = true;
-  static mp_worker scratch;
-  int rc = mp_worker_init(&scratch, &cfg, m->shared, 0);
-  if (rc == 0) {
-    m->nroutes = mp_router_count(scratch.router);
-    m->route_names = calloc(m->nroutes ? m->nroutes : 1, sizeof(char *));
-    for (unsigned i = 0; m->route_names != NULL && i < m->nroutes; i++) {
-      const mp_route *r = mp_router_route(scratch.router, i);
-      size_t n = strlen(r->pattern) + 24;
-      m->route_names[i] = malloc(n);
-      if (m->route_names[i] != NULL)
-        snprintf(m->route_names[i], n, "%s %s",
-                 llhttp_method_name((llhttp_method_t)r->method), r->pattern);
+/* Collects the files a load reads that lie in the app's directory tree
+ * (the library under lua/ is not the app's to edit). */
+static void on_load_file(void *ud, const char *path) {
+  master *m = ud;
+  char abs[PATH_MAX];
+  size_t rlen = strlen(m->root);
+  if (!mp_watch_abspath(path, abs, sizeof abs) ||
+      strncmp(abs, m->root, rlen) != 0 || abs[rlen] != '/')
+    return;
+  for (unsigned i = 0; i < m->npending; i++)
+    if (strcmp(m->pending[i], abs) == 0) return;
+  char **list = realloc(m->pending, (m->npending + 1) * sizeof *list);
+  if (list == NULL) return;
+  m->pending = list;
+  if ((list[m->npending] = strdup(abs)) != NULL) m->npending++;
+}
+
+static void free_names(char **names, unsigned n) {
+  for (unsigned i = 0; names != NULL && i < n; i++) free(names[i]);
+  free(names);
+}
+
+/* "GET /users/:id" for every route of router. NULL when out of memory. */
+static char **route_names(const mp_router *router) {
+  unsigned n = mp_router_count(router);
+  char **names = calloc(n ? n : 1, sizeof *names);
+  for (unsigned i = 0; names != NULL && i < n; i++) {
+    const mp_route *r = mp_router_route(router, i);
+    size_t len = strlen(r->pattern) + 24;
+    if ((names[i] = malloc(len)) == NULL) {
+      free_names(names, i);
+      return NULL;
+    }
+    snprintf(names[i], len, "%s %s",
+             llhttp_method_name((llhttp_method_t)r->method), r->pattern);
+  }
+  return names;
+}
+
+/* Watches the app script and every app file the last load read; after a
+ * failed load, the files watched before stay watched too, so that the fix
+ * of a file the good code never loaded is seen. */
+static void update_watch(master *m, bool loaded) {
+  if (m->watch == NULL) goto done;
+  unsigned n = m->npending + (loaded ? 0 : m->nwatched) + 1;
+  char **set = calloc(n, sizeof *set);
+  if (set == NULL) goto done;
+  unsigned k = 0;
+  set[k++] = m->app_path;
+  for (unsigned i = 0; i < m->npending; i++)
+    if (strcmp(m->pending[i], m->app_path) != 0) set[k++] = m->pending[i];
+  for (unsigned i = 0; !loaded && i < m->nwatched; i++) {
+    bool dup = false;
+    for (unsigned j = 0; j < k && !dup; j++) dup = strcmp(set[j], m->watched[i]) == 0;
+    if (!dup) set[k++] = m->watched[i];
+  }
+  if (mp_watch_set(m->watch, set, k) == 0) {
+    /* Keep our own copy of the list for the next union. */
+    char **copy = calloc(k, sizeof *copy);
+    unsigned c = 0;
+    for (unsigned i = 0; copy != NULL && i < k; i++)
+      if ((copy[c] = strdup(set[i])) != NULL) c++;
+    if (copy != NULL) {
+      free_names(m->watched, m->nwatched);
+      m->watched = copy;
+      m->nwatched = c;
     }
   }
-  mp_worker_destroy(&scratch);
+  free(set);
+done:
+  free_names(m->pending, m->npending);
+  m->pending = NULL;
+  m->npending = 0;
+}
+
+/* Loads the app in a state of its own: at startup, so a broken script is
+ * reported before any worker starts; on a reload, so no worker ever sees
+ * code that does not load. Keeps the route names (for the log) and the
+ * files it read (to watch). Returns 0, or -1 with the error in err. */
+static int load_app(master *m, char *err, size_t errlen) {
+  static mp_worker scratch;
+  memset(&scratch, 0, sizeof scratch);
+  scratch.cfg = m->cfg;
+  scratch.shared = m->shared;
+  scratch.on_load_file = on_load_file;
+  scratch.on_load_ud = m;
+  mp_worker_self = &scratch;
+  mp_vm *vm = mp_vm_open(&scratch, m->cfg->app, err, errlen);
+  int rc = -1;
+  if (vm != NULL) {
+    char **names = route_names(mp_vm_router(vm));
+    if (names != NULL) {
+      free_names(m->route_names, m->nroutes);
+      m->route_names = names;
+      m->nroutes = mp_router_count(mp_vm_router(vm));
+      rc = 0;
+    } else {
+      snprintf(err, errlen, "moonport: out of memory");
+    }
+    mp_vm_close(vm);
+  }
+  free(scratch.scratch);
+  mp_worker_self = NULL;
+  update_watch(m, rc == 0);
   return rc;
 }
+
+/* Checks the changed app and, when it loads, has every worker load it.
+ * Either way the outcome goes to the log and to the stats endpoint. */
+static void reload(master *m, const char *why) {
+  if (!m->started || m->stopping) return;
+  char err[1024];
+  mp_reload_status *st = mp_shared_reload(m->shared);
+  st->last_at = (int64_t)time(NULL);
+  if (load_app(m, err, sizeof err) != 0) {
+    mp_log(MP_LOG_ERROR, "reload (%s) failed: %s; the workers keep the "
+           "code they have", why, err);
+    snprintf(st->last_error, sizeof st->last_error, "%.*s",
+             (int)sizeof st->last_error - 1, err);
+    st->last_ok = 0;
+    st->failures++;
+    return;
+  }
+  st->last_error[0] = '\0';
+  st->last_ok = 1;
+  st->reloads++;
+  st->generation++;
+  for (unsigned i = 0; i < m->cfg->workers; i++) {
+    incarnation *in = m->places[i].current;
+    if (in == NULL || in->exited) continue;
+    uv_buf_t buf = uv_buf_init("L", 1);
+    int rc = uv_try_write((uv_stream_t *)&in->control, &buf, 1);
+    if (rc < 0)
+      mp_log(MP_LOG_WARN, "worker %u: cannot ask it to reload: %s", in->id,
+             uv_strerror(rc));
+  }
+  mp_log(MP_LOG_INFO, "reloaded %s (%s): %u route%s", m->cfg->app, why,
+         m->nroutes, m->nroutes == 1 ? "" : "s");
+}
+
+static void on_files_changed(void *ud) { reload(ud, "files changed"); }
 
 /* Binds (without listening) the address every worker will bind, and
  * writes the resolved "host:port" into listen_arg. SO_REUSEPORT would let
@@ -368,9 +534,9 @@ static int hold_port(master *m) {
 }
 
 static void free_master(master *m) {
-  for (unsigned i = 0; m->route_names != NULL && i < m->nroutes; i++)
-    free(m->route_names[i]);
-  free(m->route_names);
+  free_names(m->route_names, m->nroutes);
+  free_names(m->watched, m->nwatched);
+  free_names(m->pending, m->npending);
   free(m->places);
   if (m->reserve_fd >= 0) close(m->reserve_fd);
   mp_shared_close(m->shared);
@@ -385,6 +551,7 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   m.reserve_fd = -1;
   mp_log_set_process("master", 0);
   int status = 1;
+  bool loop_open = false;
 
   size_t exe_len = sizeof m.exe;
   int rc = uv_exepath(m.exe, &exe_len);
@@ -402,9 +569,35 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   /* Workers get the segment as descriptor 3 (a copy without close-on-exec);
    * nothing else the master might start should. */
   fcntl(mp_shared_fd(m.shared), F_SETFD, FD_CLOEXEC);
-  if (check_app(&m) != 0 || hold_port(&m) != 0) goto done;
+  if (uv_loop_init(&m.loop) != 0) {
+    fprintf(stderr, "moonport: cannot start its event loop\n");
+    goto done;
+  }
+  loop_open = true;
+  if (!mp_watch_abspath(cfg->app, m.app_path, sizeof m.app_path)) {
+    fprintf(stderr, "%s: cannot open: %s\n", cfg->app, strerror(errno));
+    goto done;
+  }
+  memcpy(m.root, m.app_path, sizeof m.root);
+  *strrchr(m.root, '/') = '\0';
+  if (cfg->watch) {
+    m.watch = mp_watch_new(&m.loop, cfg->watch_delay_ms, on_files_changed, &m);
+    if (m.watch == NULL) {
+      fprintf(stderr, "moonport: out of memory\n");
+      goto done;
+    }
+  }
+  char err[1024];
+  if (load_app(&m, err, sizeof err) != 0) {
+    fprintf(stderr, "%s\n", err);
+    goto done;
+  }
+  mp_reload_status *st = mp_shared_reload(m.shared);
+  st->generation = 1;
+  st->last_ok = 1;
+  if (hold_port(&m) != 0) goto done;
   m.places = calloc(cfg->workers, sizeof *m.places);
-  if (m.places == NULL || uv_loop_init(&m.loop) != 0) {
+  if (m.places == NULL) {
     fprintf(stderr, "moonport: out of memory\n");
     goto done;
   }
@@ -417,22 +610,26 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   }
   uv_timer_init(&m.loop, &m.deadline);
   m.deadline.data = &m;
-  uv_timer_init(&m.loop, &m.watch);
-  m.watch.data = &m;
+  uv_timer_init(&m.loop, &m.patrol);
+  m.patrol.data = &m;
   /* A tenth of the handler timeout, between 50 and 250 ms: a stuck worker
    * is found within 10% of the timeout or a quarter second, and a delayed
    * restart happens within a quarter second of its time. */
   uint64_t every = cfg->handler_timeout_ms / 10;
   every = every < 50 ? 50 : every > 250 ? 250 : every;
-  uv_timer_start(&m.watch, on_watch, every, every);
+  uv_timer_start(&m.patrol, on_patrol, every, every);
 
   for (unsigned id = 1; id <= cfg->workers && !m.stopping; id++)
     start_worker(&m, id);
   uv_run(&m.loop, UV_RUN_DEFAULT);
-  uv_loop_close(&m.loop);
   status = m.failed ? 1 : 0;
 
 done:
+  if (loop_open) {
+    if (m.watch != NULL) mp_watch_close(m.watch);
+    uv_run(&m.loop, UV_RUN_DEFAULT); /* the close callbacks */
+    uv_loop_close(&m.loop);
+  }
   free_master(&m);
   return status;
 }
