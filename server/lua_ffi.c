@@ -5,6 +5,7 @@
  */
 #include "lua_ffi.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "conn.h"
@@ -199,6 +200,20 @@ int mp_sleep(double ms) {
   if (r == NULL) return MP_BAD_CONTEXT;
   if (!(ms >= 0)) return MP_INVALID;
   return mp_request_sleep(r, (uint64_t)ms);
+}
+
+void mp_lua_file_loaded(const char *path, size_t len) {
+  mp_worker *w = mp_worker_self;
+  char line[PATH_MAX + 2];
+  if (w == NULL || w->id == 0 || w->control.loop == NULL || len == 0 ||
+      len > PATH_MAX)
+    return;
+  line[0] = 'F';
+  memcpy(line + 1, path, len);
+  line[len + 1] = '\n';
+  uv_buf_t buf = uv_buf_init(line, (unsigned)len + 2);
+  /* Best effort: a full socket only means this file is not watched. */
+  uv_try_write((uv_stream_t *)&w->control, &buf, 1);
 }
 
 void mp_lua_log(int level, const char *msg, size_t len) {

@@ -61,6 +61,10 @@ int mp_res_finish(uint64_t ctx);
  * right after a 0 return. MP_BAD_CONTEXT outside a handler. */
 int mp_sleep(double ms);
 
+/* The app loaded the file at path: a worker tells the master, which
+ * watches it for reloads. Nothing outside a serving worker. */
+void mp_lua_file_loaded(const char *path, size_t len);
+
 /* Writes msg to the error log at level (0 error, 1 warn, 2 info). */
 void mp_lua_log(int level, const char *msg, size_t len);
 

@@ -1,6 +1,10 @@
 /*
  * The worker's Lua VM (see lua_vm.h).
  *
+ * A VM is one loaded version of the app: its Lua state, the router built
+ * from its routes and its pool of coroutines. A reload makes a new VM; the
+ * old one lives on, counted, until its last request is released.
+ *
  * Stack discipline: the main state's stack is empty between calls into this
  * file. A pooled coroutine is suspended inside core.run's yield with an
  * empty stack; starting a request pushes (handler, req, res) and resumes,
@@ -10,6 +14,7 @@
  */
 #include "lua_vm.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +42,8 @@
 struct mp_vm {
   lua_State *L;
   mp_worker *w;
+  mp_router *router;
+  unsigned refs; /* the worker's, while current, and one per request */
   mp_lua_heap heap;
   int run_ref; /* core.run */
   lua_State *pool[MAX_POOLED];
@@ -97,6 +104,28 @@ static void error_line(char *err, size_t errlen, const char *msg) {
     }
 }
 
+/* [-0, +0, -] Tells the worker's on_load_file every file the app has
+ * loaded so far (core.loaded_files), for the master to watch. */
+static void report_loads(mp_vm *vm) {
+  mp_worker *w = vm->w;
+  if (w->on_load_file == NULL) return;
+  lua_State *L = vm->L;
+  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  lua_getfield(L, -1, "moonport.core");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "loaded_files");
+    int n = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
+    for (int i = 1; i <= n; i++) {
+      lua_rawgeti(L, -1, i);
+      const char *path = lua_tostring(L, -1);
+      if (path != NULL) w->on_load_file(w->on_load_ud, path);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);
+}
+
 /* [-0, +0, -] Loads the app and adds its routes. Returns 0 or -1 with err
  * filled. */
 static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
@@ -121,13 +150,17 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
   lua_setfield(L, -2, "DONE");
   lua_getfield(L, -1, "run");
   vm->run_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "track_loads");
+  lua_call(L, 0, 0);
   lua_getfield(L, -1, "export");
 
   if (luaL_loadfile(L, app) != 0 || lua_pcall(L, 0, 1, 0) != 0) {
     error_line(err, errlen, lua_tostring(L, -1));
+    report_loads(vm);
     lua_settop(L, 0);
     return -1;
   }
+  report_loads(vm);
   lua_pushstring(L, app);
   if (lua_pcall(L, 2, 1, 0) != 0) {
     error_line(err, errlen, lua_tostring(L, -1));
@@ -147,7 +180,7 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
     lua_rawgeti(L, -4, 3);
     int handler = luaL_ref(L, LUA_REGISTRYINDEX);
     char why[512];
-    int rc = mp_router_add(vm->w->router, method, pattern, handler, why,
+    int rc = mp_router_add(vm->router, method, pattern, handler, why,
                            sizeof why);
     if (rc != 0) {
       snprintf(err, errlen, "%s:%d: %s", app, line, why);
@@ -167,6 +200,12 @@ mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen) {
     return NULL;
   }
   vm->w = w;
+  vm->refs = 1;
+  vm->router = mp_router_new();
+  if (vm->router == NULL) {
+    snprintf(err, errlen, "moonport: out of memory");
+    goto err;
+  }
   /* A state with LuaJIT's own allocator, which then goes under the
    * counting one. Only the state's first few hundred bytes predate the
    * swap; in_use starts from LuaJIT's own count of them. Sanitizer builds
@@ -197,7 +236,17 @@ err:
 
 void mp_vm_close(mp_vm *vm) {
   if (vm->L != NULL) lua_close(vm->L);
+  mp_router_free(vm->router);
   free(vm);
+}
+
+mp_router *mp_vm_router(const mp_vm *vm) { return vm->router; }
+
+void mp_vm_hold(mp_vm *vm) { vm->refs++; }
+
+unsigned mp_vm_release(mp_vm *vm) {
+  assert(vm->refs > 0 && "a VM released more often than held");
+  return --vm->refs;
 }
 
 static void drop(mp_vm *vm, mp_request *r) {

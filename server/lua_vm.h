@@ -22,11 +22,22 @@ enum {
   MP_VM_WAITING = 2  /* it is suspended in moonport.sleep */
 };
 
-/* Creates the VM, loads `app` and adds its routes to w->router. On failure
- * returns NULL with one line in err: "file:line: message" where Lua gives a
- * line, "file: message" otherwise. */
+/* Creates the VM, loads `app` and builds its router. The VM starts with
+ * one reference (its creator's). Every file the app loads is passed to
+ * w->on_load_file when set, whether the load succeeds or not. On failure
+ * returns NULL with one line in err: "file:line: message" where Lua gives
+ * a line, "file: message" otherwise. */
 mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen);
+/* Closes the state and frees the router. Only when nothing holds it. */
 void mp_vm_close(mp_vm *vm);
+
+/* The router built from this VM's app. */
+mp_router *mp_vm_router(const mp_vm *vm);
+
+/* A request running on the VM holds it; the worker holds its current one.
+ * mp_vm_release returns the references left: at 0 the VM may be closed. */
+void mp_vm_hold(mp_vm *vm);
+unsigned mp_vm_release(mp_vm *vm);
 
 /* Runs the handler (a registry reference) for r. Returns MP_VM_*. */
 int mp_vm_start(mp_vm *vm, mp_request *r, int handler);

@@ -84,6 +84,10 @@ void mp_request_release(mp_request *r) {
   mp_worker *w = r->w;
   r->gen++;
   r->conn = NULL;
+  if (r->vm != NULL) {
+    mp_worker_release_vm(w, r->vm);
+    r->vm = NULL;
+  }
   if (r->body.cap > KEEP_BODY) mp_buf_release(&r->body);
   if (r->headers.cap > KEEP_HEADERS) mp_buf_release(&r->headers);
   if (r->trailers.cap > KEEP_HEADERS) mp_buf_release(&r->trailers);
@@ -346,7 +350,7 @@ void mp_response_error(mp_request *r, int status, const char *text) {
 static bool settle(mp_request *r, int outcome) {
   if (outcome == MP_VM_WAITING) return false;
   if (outcome == MP_VM_FAILED) {
-    const char *text = r->w->cfg->debug ? mp_vm_error(r->w->vm)
+    const char *text = r->w->cfg->debug ? mp_vm_error(r->vm)
                                         : "internal server error";
     send_error(r, 500, text, NULL, 0);
   }
@@ -408,7 +412,11 @@ bool mp_request_start(mp_request *r) {
     send_error(r, 405, "method not allowed", line, n + 2);
     return true;
   }
-  return settle(r, mp_vm_start(w->vm, r, r->match.route->handler));
+  /* The request runs on the code current now, and keeps it alive until it
+   * is released, whatever reloads happen meanwhile. */
+  r->vm = w->vm;
+  mp_vm_hold(r->vm);
+  return settle(r, mp_vm_start(r->vm, r, r->match.route->handler));
 }
 
 void mp_request_account(mp_request *r) {
@@ -417,7 +425,9 @@ void mp_request_account(mp_request *r) {
   bool log = mp_access_log_enabled();
   if (!w->cfg->stats && !log) return;
   uint64_t ns = uv_hrtime() - r->start_ns;
-  if (r->match.route != NULL)
+  /* Per-route figures are the current code's: a request that finished on
+   * code since replaced is counted in the totals only. */
+  if (r->match.route != NULL && r->vm == w->vm)
     mp_stats_record(&w->stats, r->match.route->index, r->lua_bytes, r->c_bytes,
                     ns);
   if (log) {
@@ -443,7 +453,7 @@ void mp_request_wake(mp_request *r) {
   r->wait = MP_WAIT_NONE;
   mp_conn *c = r->conn;
   mp_c_charge = &r->c_bytes;
-  bool over = settle(r, mp_vm_resume(r->w->vm, r));
+  bool over = settle(r, mp_vm_resume(r->vm, r));
   mp_c_charge = NULL;
   if (over)
     mp_conn_request_done(c);
@@ -524,5 +534,5 @@ void mp_request_abort(mp_request *r) {
   if (!r->running) return;
   uv_timer_stop(&r->timer);
   r->wait = MP_WAIT_NONE;
-  mp_vm_abandon(r->w->vm, r);
+  mp_vm_abandon(r->vm, r);
 }

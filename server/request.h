@@ -42,6 +42,7 @@ struct mp_request {
 
   mp_http1_msg msg;
   mp_route_match match;
+  mp_vm *vm;          /* the code its handler runs on (held), or NULL */
   mp_buf body;        /* body bytes parsed and not yet read by the handler */
   bool started;       /* its handler has been started */
   bool body_done;     /* the whole body has been parsed */

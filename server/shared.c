@@ -110,6 +110,7 @@ typedef struct shm_header {
   uint32_t free_head[NORDERS];
   uint64_t used; /* bytes in used blocks */
   pthread_mutex_t lock;
+  mp_reload_status reload; /* outside the store: the master writes it */
 } shm_header;
 
 /* The start of every block, free or used. */
@@ -617,6 +618,8 @@ void mp_shared_close(mp_shared *s) {
   close(s->fd);
   free(s);
 }
+
+mp_reload_status *mp_shared_reload(mp_shared *s) { return &s->hdr->reload; }
 
 mp_worker_slot *mp_shared_slot(mp_shared *s, unsigned id) {
   if (id == 0 || id > s->hdr->layout.nslots) return NULL;

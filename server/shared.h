@@ -34,6 +34,18 @@ typedef struct mp_worker_slot {
   char pad[48];
 } mp_worker_slot;
 
+/* What the last reloads did, written by the master only and read by the
+ * workers for the stats endpoint. Readers take no lock: a read racing a
+ * write may see a message half replaced, which the next read corrects. */
+typedef struct mp_reload_status {
+  volatile uint64_t generation; /* code versions loaded: 1 at startup */
+  volatile uint64_t reloads;    /* successful reloads */
+  volatile uint64_t failures;   /* reloads refused: the new code failed */
+  volatile int64_t last_at;     /* time(NULL) of the last attempt, or 0 */
+  volatile int32_t last_ok;     /* 1 when the last attempt loaded */
+  char last_error[492];         /* "file:line: message", or "" */
+} mp_reload_status;
+
 enum {
   MP_SHARED_NIL = 0,
   MP_SHARED_STRING = 1,
@@ -77,6 +89,9 @@ int mp_shared_fd(const mp_shared *s);
 
 /* Unmaps and closes. NULL is allowed. */
 void mp_shared_close(mp_shared *s);
+
+/* The reload status in the segment. */
+mp_reload_status *mp_shared_reload(mp_shared *s);
 
 /* Worker slot `id` (1-based), or NULL when id is out of range. */
 mp_worker_slot *mp_shared_slot(mp_shared *s, unsigned id);

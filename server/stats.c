@@ -18,6 +18,15 @@ int mp_stats_init(mp_stats *s, unsigned nroutes) {
   return 0;
 }
 
+int mp_stats_reset_routes(mp_stats *s, unsigned nroutes) {
+  mp_route_stats *routes = calloc(nroutes ? nroutes : 1, sizeof *routes);
+  if (routes == NULL) return MP_NOMEM;
+  free(s->routes);
+  s->routes = routes;
+  s->nroutes = nroutes;
+  return 0;
+}
+
 void mp_stats_free(mp_stats *s) {
   free(s->routes);
   s->routes = NULL;

@@ -36,6 +36,10 @@ typedef struct mp_stats {
 int mp_stats_init(mp_stats *s, unsigned nroutes);
 void mp_stats_free(mp_stats *s);
 
+/* Starts the per-route figures again for nroutes routes (after a reload);
+ * the totals stay. Returns 0 or MP_NOMEM (then nothing changed). */
+int mp_stats_reset_routes(mp_stats *s, unsigned nroutes);
+
 /* Adds one finished request of route i that took ns nanoseconds. */
 void mp_stats_record(mp_stats *s, unsigned i, uint64_t lua_bytes,
                      uint64_t c_bytes, uint64_t ns);

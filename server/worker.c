@@ -90,6 +90,7 @@ static void stop_now(mp_worker *w) {
   signal(SIGUSR1, SIG_IGN);
   if (uv_is_active((uv_handle_t *)&w->log_flush))
     uv_close((uv_handle_t *)&w->log_flush, NULL);
+  uv_close((uv_handle_t *)&w->retire, NULL);
   mp_conn_close_all(w);
   mp_request_close_all(w);
 }
@@ -126,6 +127,49 @@ static void drain(mp_worker *w) {
                  0);
 }
 
+static void close_retired(uv_check_t *h) {
+  mp_worker *w = h->data;
+  for (unsigned i = 0; i < w->nretired; i++) mp_vm_close(w->retired[i]);
+  w->nretired = 0;
+  uv_check_stop(h);
+}
+
+void mp_worker_release_vm(mp_worker *w, mp_vm *vm) {
+  if (mp_vm_release(vm) > 0) return;
+  mp_vm **list = mp_realloc(w->retired, w->nretired * sizeof *list,
+                            (w->nretired + 1) * sizeof *list);
+  if (list == NULL) { /* closing now beats keeping a whole state */
+    mp_vm_close(vm);
+    return;
+  }
+  w->retired = list;
+  w->retired[w->nretired++] = vm;
+  if (!uv_is_closing((uv_handle_t *)&w->retire))
+    uv_check_start(&w->retire, close_retired);
+}
+
+int mp_worker_reload(mp_worker *w) {
+  char err[1024];
+  mp_vm *vm = mp_vm_open(w, w->cfg->app, err, sizeof err);
+  if (vm == NULL) {
+    mp_log(MP_LOG_ERROR, "reload failed: %s; still serving the code it had",
+           err);
+    return -1;
+  }
+  mp_router *router = mp_vm_router(vm);
+  if (mp_stats_reset_routes(&w->stats, mp_router_count(router)) != 0) {
+    mp_log(MP_LOG_ERROR, "reload failed: out of memory; still serving the "
+           "code it had");
+    mp_vm_close(vm);
+    return -1;
+  }
+  mp_vm *old = w->vm;
+  w->vm = vm;
+  w->router = router;
+  mp_worker_release_vm(w, old);
+  return 0;
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   if (signum == SIGUSR1)
     mp_log_reopen();
@@ -140,13 +184,19 @@ static void on_control_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   *buf = uv_buf_init(byte, sizeof byte);
 }
 
-/* The master writes nothing here; end of file means it has exited (killed,
- * most likely), and a worker without a master drains and exits rather
- * than serve on unsupervised. */
+/* The master writes 'L' here when the app has changed and loaded cleanly
+ * in its own check. End of file means it has exited (killed, most
+ * likely), and a worker without a master drains and exits rather than
+ * serve on unsupervised. */
 static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   mp_worker *w = s->data;
-  (void)buf;
-  if (n >= 0) return;
+  if (n > 0) {
+    /* Several changes queued while this worker was busy need one load. */
+    if (memchr(buf->base, 'L', (size_t)n) != NULL && !w->stopping)
+      mp_worker_reload(w);
+    return;
+  }
+  if (n == 0) return;
   uv_read_stop(s);
   if (!w->stopping) {
     mp_log(MP_LOG_WARN, "the master has exited; stopping");
@@ -249,16 +299,12 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
   signal(SIGPIPE, SIG_IGN);
 
   char err[1024];
-  w->router = mp_router_new();
-  if (w->router == NULL) {
-    fprintf(stderr, "moonport: out of memory\n");
-    return 1;
-  }
   w->vm = mp_vm_open(w, cfg->app, err, sizeof err);
   if (w->vm == NULL) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
+  w->router = mp_vm_router(w->vm);
   if (cfg->check) return 0;
   if (mp_stats_init(&w->stats, mp_router_count(w->router)) != 0) {
     fprintf(stderr, "moonport: out of memory\n");
@@ -280,6 +326,8 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
 
   uv_timer_init(w->loop, &w->drain_timer);
   w->drain_timer.data = w;
+  uv_check_init(w->loop, &w->retire);
+  w->retire.data = w;
   /* The sweep needs no finer grain: timeouts are whole seconds or more. */
   uv_idle_init(w->loop, &w->turn_idle);
   w->turn_idle.data = w;
@@ -399,6 +447,24 @@ static int put(mp_buf *out, const char *fmt, ...) {
   return 0;
 }
 
+/* "reload":{...}: what the master's last reloads did. */
+static int reload_json(mp_worker *w, mp_buf *out) {
+  const mp_reload_status *st = mp_shared_reload(w->shared);
+  char msg[sizeof st->last_error];
+  memcpy(msg, st->last_error, sizeof msg);
+  msg[sizeof msg - 1] = '\0';
+  char quoted[sizeof msg * 6 + 3];
+  size_t n = mp_http1_json_string(quoted, sizeof quoted - 1, msg, strlen(msg));
+  quoted[n] = '\0';
+  return put(out,
+             "\"reload\":{\"generation\":%llu,\"reloads\":%llu,"
+             "\"failures\":%llu,\"last_ok\":%s,\"last_error\":%s}",
+             (unsigned long long)st->generation,
+             (unsigned long long)st->reloads,
+             (unsigned long long)st->failures, st->last_ok ? "true" : "false",
+             msg[0] ? quoted : "null");
+}
+
 int mp_worker_stats_json(mp_worker *w, mp_buf *out) {
   const mp_stats *st = &w->stats;
   size_t shared_cap = 0, shared_used = 0;
@@ -440,7 +506,9 @@ int mp_worker_stats_json(mp_worker *w, mp_buf *out) {
              (double)mp_stats_percentile_us(r, 0.50) / 1000.0,
              (double)mp_stats_percentile_us(r, 0.99) / 1000.0);
   }
-  if (rc == 0) rc = put(out, "]}");
+  if (rc == 0) rc = put(out, "],");
+  if (rc == 0) rc = reload_json(w, out);
+  if (rc == 0) rc = put(out, "}");
   return rc;
 }
 
@@ -449,10 +517,11 @@ void mp_worker_destroy(mp_worker *w) {
   /* Let every close callback run before the memory goes. */
   uv_run(w->loop, UV_RUN_DEFAULT);
   if (w->vm != NULL) mp_vm_close(w->vm);
+  for (unsigned i = 0; i < w->nretired; i++) mp_vm_close(w->retired[i]);
+  free(w->retired);
   mp_request_free_all(w);
   uv_run(w->loop, UV_RUN_DEFAULT);
   uv_loop_close(w->loop);
-  mp_router_free(w->router);
   mp_stats_free(&w->stats);
   mp_access_log_close();
   mp_pool_destroy(&w->conn_pool);

@@ -37,9 +37,15 @@ typedef struct mp_worker {
   bool stopping; /* draining: no new connections, none kept alive */
   bool stopped;  /* every handle of the worker is closing */
 
-  mp_router *router;
-  mp_vm *vm;
-  mp_stats stats;
+  mp_vm *vm;         /* the current code; requests hold the VM they run on */
+  mp_router *router; /* the current VM's router */
+  mp_stats stats;    /* per-route figures are the current code's */
+  mp_vm **retired;   /* released VMs, closed on the next loop turn */
+  unsigned nretired;
+  uv_check_t retire;
+  /* When set, told every file an app load reads (the master watches them). */
+  void (*on_load_file)(void *ud, const char *path);
+  void *on_load_ud;
   uv_check_t log_flush; /* writes the access log once per loop turn */
 
   mp_pool conn_pool; /* connection records */
@@ -85,6 +91,16 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
  * segment, starts serving, tells the master it listens, and serves until
  * SIGTERM or until the master is gone. Returns the exit status. */
 int mp_worker_main(const mp_config *cfg, unsigned id);
+
+/* Loads the app again into a new VM and makes it current, between
+ * requests: requests already running finish on the VM they started on.
+ * On failure logs "reload failed: file:line: message" and keeps the code
+ * it has. Returns 0 or -1. */
+int mp_worker_reload(mp_worker *w);
+
+/* A request let go of vm: when nothing else holds it, it is closed on the
+ * next loop turn (not now: the caller may be deep in a callback). */
+void mp_worker_release_vm(mp_worker *w, mp_vm *vm);
 
 /* Unmaps the clean library pages startup touched (they stay in the page
  * cache), so a process's resident size is what it serves with. */

@@ -49,6 +49,7 @@ int mp_res_send(uint64_t ctx, const char *body, size_t len,
 int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
 int mp_sleep(double ms);
+void mp_lua_file_loaded(const char *path, size_t len);
 void mp_lua_log(int level, const char *msg, size_t len);
 int mp_store_get(const char *key, size_t klen, double *num, const char **str,
                  size_t *len);
@@ -82,6 +83,7 @@ local mp_res_status = C.mp_res_status
 local mp_res_write = C.mp_res_write
 local mp_sleep = C.mp_sleep
 local mp_lua_log = C.mp_lua_log
+local mp_lua_file_loaded = C.mp_lua_file_loaded
 local mp_store_get = C.mp_store_get
 local mp_store_set = C.mp_store_set
 local mp_store_incr = C.mp_store_incr
@@ -562,6 +564,39 @@ end
 local App = {}
 App.__index = App
 core.App = App
+
+--- Files the app has loaded with require, dofile or loadfile, in order
+-- (server/lua_vm.c hands them to the master, which watches them).
+core.loaded_files = {}
+
+--- Wraps the Lua-file searcher, dofile and loadfile so that every file the
+-- app loads is recorded in core.loaded_files and, in a serving worker,
+-- reported to the master (a require inside a handler loads late). Called
+-- once per state, before the app script runs.
+function core.track_loads()
+  local files = core.loaded_files
+  local function record(file)
+    if type(file) ~= "string" then return end
+    files[#files + 1] = file
+    mp_lua_file_loaded(file, #file)
+  end
+  local searchpath = package.searchpath
+  local loaders = package.loaders
+  local lua_loader = loaders[2]
+  loaders[2] = function(name)
+    record(searchpath(name, package.path))
+    return lua_loader(name)
+  end
+  local loadfile_, dofile_ = loadfile, dofile
+  loadfile = function(file, ...)
+    record(file)
+    return loadfile_(file, ...)
+  end
+  dofile = function(file)
+    record(file)
+    return dofile_(file)
+  end
+end
 
 --- Checks what an app script returned and lists its routes for the router
 -- as {method, pattern, handler, line}.
