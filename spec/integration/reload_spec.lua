@@ -1,0 +1,219 @@
+-- Hot reload over real processes: the app lives in a scratch directory, the
+-- spec edits it while the server runs and reads what the server answers.
+local helpers = require("spec.helpers")
+local stat = require("posix.sys.stat")
+local unistd = require("posix.unistd")
+local signal = require("posix.signal")
+local cjson = require("cjson.safe")
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+-- What an editor that saves by rename does: a new file, renamed over.
+local function write_by_rename(path, text)
+  write(path .. ".swp", text)
+  assert(os.rename(path .. ".swp", path))
+end
+
+local function scratch_dir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(stat.mkdir(dir, 493))
+  return dir
+end
+
+local function remove_dir(dir)
+  for _, name in ipairs({ "app.lua", "lib.lua", "extra.lua", "app.lua.swp" }) do
+    os.remove(dir .. "/" .. name)
+  end
+  unistd.rmdir(dir)
+end
+
+-- An app answering GET /v with `version`, GET /slow with it after 600 ms
+-- (GET /slow-started says when one began), GET /loads with a module-level
+-- count, GET /shared with a moonport.shared count, and `extra` lines
+-- inserted before `return app`.
+local function app_source(version, extra)
+  return ([[
+local moonport = require("moonport")
+local app = moonport.app()
+local loads = 0
+loads = loads + 1
+app:get("/v", function(req, res) res:send(%q) end)
+app:get("/slow", function(req, res)
+  moonport.shared:set("slow", "started")
+  moonport.sleep(600)
+  res:send(%q)
+end)
+app:get("/slow-started", function(req, res)
+  res:send(tostring(moonport.shared:get("slow")))
+end)
+app:get("/loads", function(req, res)
+  loads = loads + 1
+  res:send(tostring(loads))
+end)
+app:get("/shared", function(req, res)
+  res:send(tostring(moonport.shared:incr("n")))
+end)
+%s
+return app
+]]):format(version, version, extra or "")
+end
+
+local function get(port, path)
+  local ok, status, _, body = pcall(helpers.request, port, "GET", path)
+  if not ok then return nil end
+  return status, body
+end
+
+-- Waits until GET path answers `want`; returns the seconds it took.
+local function answers(port, path, want, timeout)
+  local t0 = helpers.now()
+  local got = helpers.eventually(function()
+    local status, body = get(port, path)
+    return status == 200 and body == want
+  end, timeout or 5)
+  return got and (helpers.now() - t0) or nil
+end
+
+local function stats(port)
+  local _, _, body = helpers.request(port, "GET", "/__moonport/stats")
+  return assert(cjson.decode(body))
+end
+
+describe("hot reload", function()
+  local dir, app, server
+
+  before_each(function()
+    dir = scratch_dir()
+    app = dir .. "/app.lua"
+    write(app, app_source("one"))
+  end)
+  after_each(function()
+    if server then server:stop() end
+    server = nil
+    remove_dir(dir)
+  end)
+
+  it("serves an edit on the next request", function()
+    server = helpers.start(app, { "--workers", "2", "--stats" })
+    assert.equal("one", select(2, get(server.port, "/v")))
+    write(app, app_source("two"))
+    local took = answers(server.port, "/v", "two")
+    assert.truthy(took, "the edit was never served")
+    assert.is_true(took < 1, ("took %.2f s"):format(took))
+    local st = stats(server.port).reload
+    assert.equal(2, st.generation)
+    assert.equal(1, st.reloads)
+    assert.truthy(server:stderr():find("master: reloaded .*app%.lua"))
+  end)
+
+  it("sees a save by rename", function()
+    server = helpers.start(app)
+    write_by_rename(app, app_source("renamed"))
+    assert.truthy(answers(server.port, "/v", "renamed"), "the rename was not seen")
+  end)
+
+  it("keeps the old code on a syntax error, reports it, and takes the next good save", function()
+    server = helpers.start(app, { "--workers", "2", "--stats" })
+    write(app, app_source("broken") .. "\nthis is not lua\n")
+    assert.truthy(helpers.eventually(function()
+      return stats(server.port).reload.failures == 1
+    end), "the failed reload was not reported")
+    local st = stats(server.port).reload
+    assert.is_false(st.last_ok)
+    assert.truthy(st.last_error:find("app%.lua:%d+: "), st.last_error)
+    assert.truthy(server:stderr():find("reload %(files changed%) failed: [^\n]*app%.lua:%d+: "),
+                  server:stderr())
+    for _ = 1, 10 do assert.equal("one", select(2, get(server.port, "/v"))) end
+    write(app, app_source("fixed"))
+    assert.truthy(answers(server.port, "/v", "fixed"))
+    st = stats(server.port).reload
+    assert.is_true(st.last_ok)
+    assert.equal(cjson.null, st.last_error)
+  end)
+
+  it("keeps the old code when the script raises while building its routes", function()
+    server = helpers.start(app)
+    write(app, app_source("raised", 'error("no database configured")'))
+    assert.truthy(helpers.eventually(function()
+      return server:stderr():find("app%.lua:%d+: no database configured")
+    end), server:stderr())
+    assert.equal("one", select(2, get(server.port, "/v")))
+    -- A route the router refuses is a load error too.
+    write(app, app_source("badroute", 'app:get("no-slash", function() end)'))
+    assert.truthy(helpers.eventually(function()
+      return server:stderr():find("pattern must be a string starting with '/'", 1, true)
+    end), server:stderr())
+    assert.equal("one", select(2, get(server.port, "/v")))
+  end)
+
+  it("lets a request started before the edit finish on the old code", function()
+    server = helpers.start(app)
+    local c = helpers.connect(server.port)
+    c:send(helpers.build_request("GET", "/slow"))
+    assert.truthy(answers(server.port, "/slow-started", "started"))
+    write(app, app_source("new"))
+    assert.truthy(answers(server.port, "/v", "new"))
+    local resp = assert(c:read_response())
+    assert.equal("one", resp.body)
+    -- The same keep-alive connection now gets the new code.
+    assert.equal("new", c:request("GET", "/v").body)
+    c:close()
+  end)
+
+  it("gives 404 for a removed route and starts module state afresh, shared data kept", function()
+    server = helpers.start(app)
+    assert.equal("1", select(2, get(server.port, "/shared")))
+    assert.equal("2", select(2, get(server.port, "/loads")))
+    write(app, app_source("two"):gsub('app:get%("/slow".-\nend%)\n', ""))
+    assert.truthy(answers(server.port, "/v", "two"))
+    assert.equal(404, (get(server.port, "/slow")))
+    assert.equal("2", select(2, get(server.port, "/loads")), "module state survived the reload")
+    assert.equal("2", select(2, get(server.port, "/shared")), "moonport.shared lost its data")
+  end)
+
+  it("picks up a new file the app requires, then watches it", function()
+    server = helpers.start(app)
+    write(dir .. "/extra.lua", 'return { word = "first" }\n')
+    write(app, app_source("x", 'app:get("/extra", function(req, res) res:send(require("extra").word) end)'))
+    assert.truthy(answers(server.port, "/extra", "first"))
+    write(dir .. "/extra.lua", 'return { word = "second" }\n')
+    assert.truthy(answers(server.port, "/extra", "second"), "an edit of the new file was not seen")
+  end)
+
+  it("reloads every worker, keeping their keep-alive connections", function()
+    server = helpers.start(app, { "--workers", "4" })
+    local conns, pids = {}, {}
+    for i = 1, 32 do
+      conns[i] = helpers.connect(server.port)
+      assert.equal("one", conns[i]:request("GET", "/v").body)
+    end
+    for _, pid in ipairs(server:workers()) do pids[pid] = true end
+    write(app, app_source("all"))
+    assert.truthy(answers(server.port, "/v", "all"))
+    -- Every connection opened before the edit, whichever worker holds it,
+    -- is still open and soon answers with the new code.
+    for i, c in ipairs(conns) do
+      assert.truthy(helpers.eventually(function()
+        return c:request("GET", "/v").body == "all"
+      end), "connection " .. i .. " kept the old code")
+      c:close()
+    end
+    for _, pid in ipairs(server:workers()) do
+      assert.truthy(pids[pid], "a worker was replaced instead of reloaded")
+    end
+  end)
+
+  it("reloads on SIGHUP, and only then with --no-watch", function()
+    server = helpers.start(app, { "--no-watch" })
+    write(app, app_source("hup"))
+    helpers.nap(0.3) -- six debounce delays: a watcher would have reloaded
+    assert.equal("one", select(2, get(server.port, "/v")))
+    signal.kill(server.pid, signal.SIGHUP)
+    assert.truthy(answers(server.port, "/v", "hup"))
+  end)
+end)
