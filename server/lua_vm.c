@@ -235,7 +235,15 @@ err:
 }
 
 void mp_vm_close(mp_vm *vm) {
-  if (vm->L != NULL) lua_close(vm->L);
+  /* Give the state its own allocator back first: lua_close releases
+   * LuaJIT's whole arena only when the state still uses LuaJIT's
+   * allocator, and frees object by object (leaving the arena mapped)
+   * otherwise. One state per process hid that; one per reload would leak
+   * the arena each time. */
+  if (vm->L != NULL) {
+    lua_setallocf(vm->L, vm->heap.base, vm->heap.base_ud);
+    lua_close(vm->L);
+  }
   mp_router_free(vm->router);
   free(vm);
 }
