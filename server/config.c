@@ -72,6 +72,14 @@ static const option options[] = {
     {"--request-memory-limit", OPT_BYTES, "BYTES",
      "how far one request may grow the Lua heap; past it the request gets "
      "500 (default 8m)"},
+    {"--mock", OPT_PATH, "DIR",
+     "serve a WireMock directory (DIR/mappings, DIR/__files, DIR/*.lua) "
+     "instead of an APP"},
+    {"--journal-size", OPT_COUNT, "N",
+     "requests the mock journal keeps, across workers (default 1000)"},
+    {"--no-cors", OPT_FLAG, NULL,
+     "mock apps do not answer CORS preflights or add "
+     "Access-Control-Allow-Origin"},
     {"--no-watch", OPT_FLAG, NULL,
      "do not reload when the app's files change (SIGHUP still reloads)"},
     {"--watch-delay", OPT_SECONDS, "SECONDS",
@@ -96,7 +104,8 @@ static const option options[] = {
 };
 
 static void usage(FILE *out) {
-  fprintf(out, "usage: moonport [options] APP.lua\n\noptions:\n");
+  fprintf(out, "usage: moonport [options] APP.lua\n"
+               "       moonport [options] --mock DIR\n\noptions:\n");
   for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
     char left[64];
     snprintf(left, sizeof left, "%s%s%s", options[i].name,
@@ -192,7 +201,8 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
     }
     case OPT_COUNT: {
       bool conns = strcmp(o->name, "--max-connections") == 0;
-      long top = conns ? 1000000 : 10000;
+      bool journal = strcmp(o->name, "--journal-size") == 0;
+      long top = conns || journal ? 1000000 : 10000;
       long n = strtol(v, &end, 10);
       if (errno || end == v || *end != '\0' || n < 1 || n > top) {
         char why[64];
@@ -201,12 +211,17 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       }
       if (conns)
         cfg->max_connections = (unsigned)n;
+      else if (journal)
+        cfg->journal_size = (unsigned)n;
       else
         cfg->max_headers = (unsigned)n;
       return MP_CONFIG_RUN;
     }
     case OPT_PATH:
-      if (strcmp(o->name, "--error-log") == 0) {
+      if (strcmp(o->name, "--mock") == 0) {
+        if (v[0] == '\0') return bad_value(o->name, v, "expected a directory");
+        cfg->mock_dir = v;
+      } else if (strcmp(o->name, "--error-log") == 0) {
         if (v[0] == '\0' || strcmp(v, "-") == 0)
           return bad_value(o->name, v, "expected a path");
         cfg->error_log = v;
@@ -257,6 +272,8 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   cfg->handler_timeout_ms = 30 * 1000;
   cfg->shared_size = 16 * 1024 * 1024;
   cfg->watch = true;
+  cfg->cors = true;
+  cfg->journal_size = 1000;
   cfg->watch_delay_ms = 50;
 
   for (int i = 1; i < argc; i++) {
@@ -300,6 +317,7 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
       if (strcmp(o->name, "--debug") == 0) cfg->debug = true;
       if (strcmp(o->name, "--stats") == 0) cfg->stats = true;
       if (strcmp(o->name, "--no-watch") == 0) cfg->watch = false;
+      if (strcmp(o->name, "--no-cors") == 0) cfg->cors = false;
       continue;
     }
     const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
@@ -310,7 +328,12 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
     int rc = parse_value(cfg, o, value);
     if (rc != MP_CONFIG_RUN) return rc;
   }
-  if (cfg->app == NULL) {
+  if (cfg->app != NULL && cfg->mock_dir != NULL) {
+    fprintf(stderr, "moonport: --mock serves a directory; give it or an "
+            "APP, not both\n");
+    return MP_CONFIG_USAGE;
+  }
+  if (cfg->app == NULL && cfg->mock_dir == NULL) {
     fprintf(stderr, "moonport: no APP.lua given (see --help)\n");
     return MP_CONFIG_USAGE;
   }

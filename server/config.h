@@ -25,6 +25,9 @@ typedef struct mp_config {
   bool workers_auto;      /* --workers auto: one per usable CPU */
   uint64_t handler_timeout_ms; /* a worker in one handler this long is replaced */
   size_t shared_size;     /* bytes of the moonport.shared segment */
+  const char *mock_dir;   /* --mock DIR: serve a WireMock directory */
+  bool cors;              /* mock apps answer CORS (not --no-cors) */
+  unsigned journal_size;  /* requests the mock journal keeps */
   bool watch;             /* reload when the app's files change */
   uint64_t watch_delay_ms; /* after the last change of a burst */
   size_t request_memory_limit; /* Lua bytes one request may allocate */

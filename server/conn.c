@@ -69,6 +69,7 @@ struct mp_conn {
   bool lingering;  /* our side is shut down: dropping input until close */
   bool processing; /* conn_process is on the stack */
   bool deferred;   /* used up its turn with requests left to serve */
+  bool reset;      /* end with a TCP reset, not a shutdown (a mock fault) */
 
   char *rbuf;
   size_t rlen;
@@ -97,6 +98,11 @@ static void finish_request(mp_conn *c);
 mp_buf *mp_conn_out(mp_conn *c) { return &c->out; }
 
 void mp_conn_close_after_flush(mp_conn *c) { c->close_after_flush = true; }
+
+void mp_conn_reset_after_flush(mp_conn *c) {
+  c->close_after_flush = true;
+  c->reset = true;
+}
 
 static int peer_addr(mp_conn *c, struct sockaddr_storage *addr) {
   int len = sizeof *addr;
@@ -298,7 +304,10 @@ static void conn_close(mp_conn *c) {
     w->conns = c->next;
   if (c->next != NULL) c->next->prev = c->prev;
   w->nconns--;
-  uv_close((uv_handle_t *)&c->tcp, on_close);
+  /* A reset is sent by closing with SO_LINGER at zero; the handle closes
+   * the same way otherwise. */
+  if (!c->reset || uv_tcp_close_reset(&c->tcp, on_close) != 0)
+    uv_close((uv_handle_t *)&c->tcp, on_close);
   mp_worker_conn_closed(w);
 }
 
@@ -380,6 +389,10 @@ static void on_shutdown(uv_shutdown_t *req, int status) {
 
 static void begin_shutdown(mp_conn *c) {
   if (c->lingering || c->closing) return;
+  if (c->reset) {
+    conn_close(c);
+    return;
+  }
   c->lingering = true;
   drop_request(c);
   c->linger_since = uv_now(c->w->loop);

@@ -60,6 +60,10 @@ int mp_conn_continue(mp_conn *c);
 /* The connection must close once what is queued has been written. */
 void mp_conn_close_after_flush(mp_conn *c);
 
+/* Like mp_conn_close_after_flush, but the connection ends with a TCP reset
+ * (RST) instead of an orderly shutdown. */
+void mp_conn_reset_after_flush(mp_conn *c);
+
 /* The peer's address as text ("127.0.0.1", "::1"), looked up once per
  * connection and kept; "-" when unknown. */
 const char *mp_conn_peer_name(mp_conn *c);

@@ -676,14 +676,14 @@ static size_t put_u64(char *out, uint64_t v) {
   } while (0)
 
 int mp_http1_write_head(mp_buf *out, const mp_http1_head *h) {
-  const char *reason = mp_http1_reason(h->status);
-  size_t rlen = strlen(reason);
+  const char *reason = h->reason ? h->reason : mp_http1_reason(h->status);
+  size_t rlen = h->reason ? h->reason_len : strlen(reason);
   size_t ctlen = h->content_type ? strlen(h->content_type) : 0;
   size_t need = 16 + rlen + h->date_len + 16 + ctlen + 40 + h->extra_len + 32;
   if (mp_buf_reserve(out, need) != 0) return MP_NOMEM;
 
   char *p = out->data + out->len;
-  if (h->status == 200) {
+  if (h->status == 200 && h->reason == NULL) {
     PUT("HTTP/1.1 200 OK\r\n");
   } else {
     PUT("HTTP/1.1 ");

@@ -181,6 +181,8 @@ enum {
 
 typedef struct mp_http1_head {
   int status;
+  const char *reason; /* the reason phrase; NULL for the standard one */
+  size_t reason_len;
   const char *date; /* a whole "Date: ...\r\n" line */
   size_t date_len;
   const char *content_type; /* NULL for none */

@@ -5,8 +5,15 @@
  */
 #include "lua_ffi.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 #include "conn.h"
 #include "errors.h"
@@ -195,6 +202,16 @@ int mp_res_finish(uint64_t ctx) {
   return mp_response_finish(r);
 }
 
+int mp_res_reason(uint64_t ctx, const char *text, size_t len) {
+  LOOKUP_RES(r);
+  return mp_response_reason(r, text, len);
+}
+
+int mp_res_fault(uint64_t ctx, int kind) {
+  LOOKUP_RES(r);
+  return mp_response_fault(r, kind);
+}
+
 int mp_sleep(double ms) {
   mp_request *r = mp_worker_self ? mp_worker_self->current : NULL;
   if (r == NULL) return MP_BAD_CONTEXT;
@@ -214,6 +231,81 @@ void mp_lua_file_loaded(const char *path, size_t len) {
   uv_buf_t buf = uv_buf_init(line, (unsigned)len + 2);
   /* Best effort: a full socket only means this file is not watched. */
   uv_try_write((uv_stream_t *)&w->control, &buf, 1);
+}
+
+/* ---- Regular expressions ---- */
+
+void *mp_regex_compile(const char *pattern, size_t len, int caseless,
+                       char *err, size_t errlen) {
+  int code;
+  PCRE2_SIZE at;
+  /* Anchored at both ends, as Java's String.matches (WireMock's) is.
+   * Invalid UTF-8 in a subject just fails to match. */
+  uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ANCHORED |
+                     PCRE2_ENDANCHORED | (caseless ? PCRE2_CASELESS : 0);
+  pcre2_code *re =
+      pcre2_compile((PCRE2_SPTR)pattern, len, options, &code, &at, NULL);
+  if (re == NULL) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(code, msg, sizeof msg);
+    snprintf(err, errlen, "%s at offset %zu", (const char *)msg, (size_t)at);
+    return NULL;
+  }
+  pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* the interpreter otherwise */
+  return re;
+}
+
+int mp_regex_match(void *re, const char *subject, size_t len) {
+  /* One match block serves every match: only success is looked at. */
+  static pcre2_match_data *md;
+  if (md == NULL && (md = pcre2_match_data_create(1, NULL)) == NULL)
+    return MP_NOMEM;
+  int rc = pcre2_match(re, (PCRE2_SPTR)subject, len, 0, 0, md, NULL);
+  if (rc >= 0) return 1;
+  return rc == PCRE2_ERROR_NOMATCH ? 0 : MP_INVALID;
+}
+
+void mp_regex_free(void *re) { pcre2_code_free(re); }
+
+int mp_dir_list(const char *path, const char **out, size_t *len) {
+  mp_worker *w = mp_worker_self;
+  DIR *d = opendir(path);
+  if (d == NULL) return -errno;
+  int count = 0;
+  size_t used = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    size_t n = strlen(e->d_name);
+    char *buf = mp_worker_scratch(w, used + n + 2);
+    if (buf == NULL) {
+      closedir(d);
+      return MP_NOMEM;
+    }
+    bool dir = e->d_type == DT_DIR;
+    if (e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) {
+      char full[PATH_MAX];
+      struct stat st;
+      snprintf(full, sizeof full, "%s/%s", path, e->d_name);
+      dir = stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+    }
+    buf[used] = dir ? 'd' : 'f';
+    memcpy(buf + used + 1, e->d_name, n + 1);
+    used += n + 2;
+    count++;
+  }
+  closedir(d);
+  *out = w->scratch;
+  *len = used;
+  return count;
+}
+
+int mp_mock_settings(const char **dir, int *cors, int *journal_size) {
+  const mp_config *cfg = mp_worker_self->cfg;
+  *dir = cfg->mock_dir;
+  *cors = cfg->cors;
+  *journal_size = (int)cfg->journal_size;
+  return 0;
 }
 
 void mp_lua_log(int level, const char *msg, size_t len) {

@@ -46,6 +46,7 @@ int mp_req_remote_addr(uint64_t ctx, const char **out);
 int mp_req_trailers(uint64_t ctx, const char **out);
 
 int mp_res_status(uint64_t ctx, int status);
+int mp_res_reason(uint64_t ctx, const char *text, size_t len);
 int mp_res_header(uint64_t ctx, const char *name, size_t nlen,
                   const char *value, size_t vlen);
 /* json: 1 for application/json, 0 for text/plain, when none was set. */
@@ -56,6 +57,8 @@ int mp_res_send(uint64_t ctx, const char *body, size_t len,
  * resumes it. */
 int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
+/* kind: MP_FAULT_* (request.h). */
+int mp_res_fault(uint64_t ctx, int kind);
 
 /* Suspends the running handler for ms milliseconds; the caller must yield
  * right after a 0 return. MP_BAD_CONTEXT outside a handler. */
@@ -64,6 +67,23 @@ int mp_sleep(double ms);
 /* The app loaded the file at path: a worker tells the master, which
  * watches it for reloads. Nothing outside a serving worker. */
 void mp_lua_file_loaded(const char *path, size_t len);
+
+/* Regular expressions (PCRE2) for the mock library: compiled to match a
+ * whole subject. NULL with a message in err when the pattern is bad. */
+void *mp_regex_compile(const char *pattern, size_t len, int caseless,
+                       char *err, size_t errlen);
+/* 1 when re matches all of subject, 0 when not, MP_INVALID on error. */
+int mp_regex_match(void *re, const char *subject, size_t len);
+void mp_regex_free(void *re);
+
+/* The entries of a directory (not "." and ".."), each as a type byte ('d'
+ * for a directory, 'f' otherwise), the name and a NUL, in the scratch
+ * buffer (*out, *len). Returns how many, or a negative errno. */
+int mp_dir_list(const char *path, const char **out, size_t *len);
+
+/* The mock settings: --mock DIR (NULL when not given), whether CORS is on
+ * (not --no-cors), and --journal-size. Returns 0. */
+int mp_mock_settings(const char **dir, int *cors, int *journal_size);
 
 /* Writes msg to the error log at level (0 error, 1 warn, 2 info). */
 void mp_lua_log(int level, const char *msg, size_t len);

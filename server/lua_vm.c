@@ -76,10 +76,14 @@ static bool is_dir(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+const char *mp_vm_library_dir(void) {
+  return is_dir(MP_LUA_DIR) ? MP_LUA_DIR : MP_LUA_INSTALL_DIR;
+}
+
 /* [-0, +0, m] Puts moonport's library and the app's folder first on
  * package.path. */
 static void set_path(lua_State *L, const char *app) {
-  const char *lib = is_dir(MP_LUA_DIR) ? MP_LUA_DIR : MP_LUA_INSTALL_DIR;
+  const char *lib = mp_vm_library_dir();
   const char *slash = strrchr(app, '/');
   int dirlen = slash ? (int)(slash - app) : 1;
   const char *dir = slash ? app : ".";

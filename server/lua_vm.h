@@ -31,6 +31,10 @@ mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen);
 /* Closes the state and frees the router. Only when nothing holds it. */
 void mp_vm_close(mp_vm *vm);
 
+/* Where moonport's Lua library is: the source tree's lua/ when it is
+ * there, else the installed copy. */
+const char *mp_vm_library_dir(void);
+
 /* The router built from this VM's app. */
 mp_router *mp_vm_router(const mp_vm *vm);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "lua_vm.h"
 #include "errors.h"
 #include "log.h"
 #include "master.h"
@@ -53,6 +54,13 @@ int main(int argc, char **argv) {
   int rc = mp_config_parse(&cfg, argc, argv);
   if (rc == MP_CONFIG_EXIT) return 0;
   if (rc == MP_CONFIG_USAGE) return 2;
+  /* --mock DIR runs the library's own app, which serves DIR. */
+  static char mock_app[4096];
+  if (cfg.mock_dir != NULL) {
+    snprintf(mock_app, sizeof mock_app, "%s/moonport/mock/server.lua",
+             mp_vm_library_dir());
+    cfg.app = mock_app;
+  }
   if (cfg.check) return check(&cfg);
 
   const char *worker = getenv(MP_WORKER_ENV);

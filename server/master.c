@@ -190,9 +190,11 @@ static void worker_ready(master *m, incarnation *in) {
   if (!m->started && m->nready == m->cfg->workers) {
     m->started = true;
     unsigned r = m->nroutes, w = m->cfg->workers;
-    printf("moonport %s listening on http://%s (%u route%s from %s, %u "
+    printf("moonport %s listening on http://%s (%u route%s from %s%s, %u "
            "worker%s)\n",
-           MP_VERSION, m->listen_arg, r, r == 1 ? "" : "s", m->cfg->app, w,
+           MP_VERSION, m->listen_arg, r, r == 1 ? "" : "s",
+           m->cfg->mock_dir ? "--mock " : "",
+           m->cfg->mock_dir ? m->cfg->mock_dir : m->cfg->app, w,
            w == 1 ? "" : "s");
     fflush(stdout);
     mp_release_startup_pages();
@@ -580,6 +582,17 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   }
   memcpy(m.root, m.app_path, sizeof m.root);
   *strrchr(m.root, '/') = '\0';
+  if (cfg->mock_dir != NULL) {
+    /* The files to watch are the directory's, not the library's. */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", cfg->mock_dir);
+    for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--) dir[n - 1] = '\0';
+    if (!mp_watch_abspath(dir, m.root, sizeof m.root)) {
+      fprintf(stderr, "moonport: --mock: cannot open '%s': %s\n",
+              cfg->mock_dir, strerror(errno));
+      goto done;
+    }
+  }
   if (cfg->watch) {
     m.watch = mp_watch_new(&m.loop, cfg->watch_delay_ms, on_files_changed, &m);
     if (m.watch == NULL) {

@@ -60,6 +60,7 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
   r->conn = c;
   r->msg.fields = r->fields;
   r->status = 200;
+  r->reason_len = 0;
   r->res = MP_RES_NEW;
   r->head_only = r->keep_alive = r->type_set = r->length_set = false;
   r->chunked = false;
@@ -163,6 +164,8 @@ static int write_head(mp_request *r, const char *content_type,
   }
   mp_http1_head h;
   h.status = r->status;
+  h.reason = r->reason_len ? r->reason : NULL;
+  h.reason_len = r->reason_len;
   h.date = mp_worker_date(r->w, &h.date_len);
   h.content_type = r->type_set ? NULL : content_type;
   h.content_length = body_allowed(r->status) ? length : MP_H1_LENGTH_NONE;
@@ -170,6 +173,18 @@ static int write_head(mp_request *r, const char *content_type,
   h.extra_len = r->headers.len;
   h.connection = connection_mode(r);
   return mp_http1_write_head(mp_conn_out(r->conn), &h);
+}
+
+int mp_response_reason(mp_request *r, const char *text, size_t len) {
+  if (r->res != MP_RES_NEW) return MP_STATE;
+  if (len == 0 || len >= sizeof r->reason) return MP_INVALID;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)text[i];
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return MP_INVALID;
+  }
+  memcpy(r->reason, text, len);
+  r->reason_len = (uint8_t)len;
+  return 0;
 }
 
 int mp_response_status(mp_request *r, int status) {
@@ -288,6 +303,38 @@ int mp_response_finish(mp_request *r) {
   if (r->length_set && r->sent < r->declared)
     length_mismatch(r, "finished short of its declared length");
   return 0;
+}
+
+int mp_response_fault(mp_request *r, int kind) {
+  static const char malformed[] =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "lskdu018973t09sylgasjkfg1][]'./.sdlv";
+  if (r->res != MP_RES_NEW) return MP_STATE;
+  if (kind < MP_FAULT_RESET || kind > MP_FAULT_RANDOM_DATA) return MP_INVALID;
+  mp_buf *out = mp_conn_out(r->conn);
+  int rc = 0;
+  if (kind == MP_FAULT_MALFORMED_CHUNK) {
+    rc = mp_buf_append(out, malformed, sizeof malformed - 1);
+  } else if (kind == MP_FAULT_RANDOM_DATA) {
+    /* Not HTTP: bytes from a generator seeded by the clock. */
+    char junk[512];
+    uint64_t x = uv_hrtime() | 1;
+    for (size_t i = 0; i < sizeof junk; i++) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      junk[i] = (char)(x >> 24);
+    }
+    rc = mp_buf_append(out, junk, sizeof junk);
+  }
+  r->res = MP_RES_DONE;
+  r->keep_alive = false;
+  r->status = 0;
+  if (kind == MP_FAULT_RESET)
+    mp_conn_reset_after_flush(r->conn);
+  else
+    mp_conn_close_after_flush(r->conn);
+  return rc;
 }
 
 int mp_response_error_to(mp_worker *w, mp_buf *out, int status,

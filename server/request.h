@@ -55,6 +55,8 @@ struct mp_request {
 
   /* The response. */
   int status;
+  uint8_t reason_len; /* a reason phrase of its own, or 0 */
+  char reason[64];
   mp_res_state res;
   bool head_only;     /* HEAD: everything but the body bytes */
   bool keep_alive;    /* false: the connection closes after this response */
@@ -150,6 +152,9 @@ void mp_request_free_all(mp_worker *w);
  * negative code: MP_STATE (already sent), MP_INVALID, MP_NOMEM. ---- */
 
 int mp_response_status(mp_request *r, int status);
+/* A reason phrase instead of the standard one (at most 63 bytes of visible
+ * characters, spaces and tabs). Returns 0, MP_STATE or MP_INVALID. */
+int mp_response_reason(mp_request *r, const char *text, size_t len);
 int mp_response_header(mp_request *r, const char *name, size_t nlen,
                        const char *value, size_t vlen);
 /* The whole body; content_type is used unless the handler set one. */
@@ -157,6 +162,18 @@ int mp_response_send(mp_request *r, const char *body, size_t len,
                      const char *content_type);
 int mp_response_write(mp_request *r, const char *data, size_t len);
 int mp_response_finish(mp_request *r);
+
+/* Breaks the response on purpose, as a mock server's fault does, and ends
+ * the connection after the responses owed before it. */
+enum {
+  MP_FAULT_RESET = 1,           /* a TCP reset, nothing written */
+  MP_FAULT_EMPTY = 2,           /* closed without a byte */
+  MP_FAULT_MALFORMED_CHUNK = 3, /* a chunked head, then a chunk that is not */
+  MP_FAULT_RANDOM_DATA = 4      /* bytes that are not HTTP, then closed */
+};
+/* Returns 0, MP_STATE once the response has begun, MP_INVALID for an
+ * unknown kind. */
+int mp_response_fault(mp_request *r, int kind);
 
 /* A JSON error answer from the core: {"error": "<text>"}. When the
  * response has already started, the connection is closed instead. */

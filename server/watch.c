@@ -83,8 +83,15 @@ static void on_timer(uv_timer_t *t) {
 }
 
 bool mp_watch_has(const mp_watch *w, const char *path) {
-  for (unsigned i = 0; i < w->nfiles; i++)
-    if (strcmp(w->files[i], path) == 0) return true;
+  for (unsigned i = 0; i < w->nfiles; i++) {
+    const char *f = w->files[i];
+    size_t n = strlen(f);
+    if (strcmp(f, path) == 0) return true;
+    /* "dir/" stands for every file directly in dir. */
+    if (n > 0 && f[n - 1] == '/' && strncmp(f, path, n) == 0 &&
+        strchr(path + n, '/') == NULL)
+      return true;
+  }
   return false;
 }
 

@@ -20,7 +20,8 @@ typedef struct mp_watch mp_watch;
 mp_watch *mp_watch_new(uv_loop_t *loop, uint64_t delay_ms,
                        void (*on_change)(void *ud), void *ud);
 
-/* Makes paths (absolute, see mp_watch_abspath) the files watched: their
+/* Makes paths (absolute, see mp_watch_abspath) the files watched (a path
+ * ending in '/' stands for every file in that directory): their
  * directories are watched from now on, and directories no longer needed
  * are let go. A directory that cannot be watched is logged and skipped.
  * Returns 0 or MP_NOMEM (the old set stays). */
