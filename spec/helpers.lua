@@ -199,7 +199,8 @@ end
 helpers.listening_pattern =
   "^moonport (%S+) listening on http://([%d%.]+):(%d+) %((%d+) routes? from (.-), (%d+) workers?%)\n?$"
 
---- Starts `moonport --listen 127.0.0.1:0 [extra_args...] APP`.
+--- Starts `moonport --listen 127.0.0.1:0 [extra_args...] APP` (with
+-- `opts.mock`, `--mock APP`: APP is a WireMock directory).
 -- `app_path` is relative to the repository root. Returns a server object
 -- with `.port`, `.pid`, `.line` (the listening line), `:stop()` and
 -- `:stderr()`. Raises with the server's stderr if it is not listening
@@ -209,6 +210,8 @@ function helpers.start(app_path, extra_args, opts)
   opts = opts or {}
   local argv = { [0] = helpers.bin, "--listen", "127.0.0.1:0" }
   for _, a in ipairs(extra_args or {}) do argv[#argv + 1] = a end
+  -- opts.mock: `--mock app_path` instead of an app script.
+  if opts.mock then argv[#argv + 1] = "--mock" end
   argv[#argv + 1] = app_path
 
   local err_path, err_fd = open_tmp()

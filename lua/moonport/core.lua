@@ -42,14 +42,22 @@ int mp_req_read(uint64_t ctx, const char **out);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
 int mp_req_trailers(uint64_t ctx, const char **out);
 int mp_res_status(uint64_t ctx, int status);
+int mp_res_reason(uint64_t ctx, const char *text, size_t len);
 int mp_res_header(uint64_t ctx, const char *name, size_t nlen,
                   const char *value, size_t vlen);
 int mp_res_send(uint64_t ctx, const char *body, size_t len,
                 int json);
 int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
+int mp_res_fault(uint64_t ctx, int kind);
 int mp_sleep(double ms);
 void mp_lua_file_loaded(const char *path, size_t len);
+void *mp_regex_compile(const char *pattern, size_t len, int caseless,
+                       char *err, size_t errlen);
+int mp_regex_match(void *re, const char *subject, size_t len);
+void mp_regex_free(void *re);
+int mp_dir_list(const char *path, const char **out, size_t *len);
+int mp_mock_settings(const char **dir, int *cors, int *journal_size);
 void mp_lua_log(int level, const char *msg, size_t len);
 int mp_store_get(const char *key, size_t klen, double *num, const char **str,
                  size_t *len);
@@ -77,6 +85,11 @@ local mp_req_remote_addr = C.mp_req_remote_addr
 local mp_req_target = C.mp_req_target
 local mp_req_trailers = C.mp_req_trailers
 local mp_res_finish = C.mp_res_finish
+local mp_res_fault = C.mp_res_fault
+local mp_res_reason = C.mp_res_reason
+local mp_regex_compile = C.mp_regex_compile
+local mp_regex_match = C.mp_regex_match
+local mp_regex_free = C.mp_regex_free
 local mp_res_header = C.mp_res_header
 local mp_res_send = C.mp_res_send
 local mp_res_status = C.mp_res_status
@@ -263,15 +276,24 @@ end
 
 local Res = {}
 
---- Sets the status code (200..599); returns res.
+--- Sets the status code (200..599) and, optionally, a reason phrase of its
+-- own instead of the standard one; returns res.
 -- @usage res:status(201):json({id = id})
-function Res:status(code)
+function Res:status(code, reason)
   if type(code) ~= "number" or code % 1 ~= 0 then
     error("res:status: code must be an integer", 2)
   end
   local rc = mp_res_status(self, code)
   if rc == MP_INVALID then error("res:status: code must be 200..599", 2) end
   if rc ~= 0 then fail(rc, "res:status") end
+  if reason ~= nil then
+    reason = tostring(reason)
+    rc = mp_res_reason(self, reason, #reason)
+    if rc == MP_INVALID then
+      error("res:status: a reason phrase is 1 to 63 visible characters", 2)
+    end
+    if rc ~= 0 then fail(rc, "res:status") end
+  end
   return self
 end
 
@@ -335,6 +357,26 @@ end
 function Res:finish()
   local rc = mp_res_finish(self)
   if rc ~= 0 then fail(rc, "res:finish") end
+end
+
+local fault_kinds = {
+  CONNECTION_RESET_BY_PEER = 1,
+  EMPTY_RESPONSE = 2,
+  MALFORMED_RESPONSE_CHUNK = 3,
+  RANDOM_DATA_THEN_CLOSE = 4,
+}
+
+--- Breaks the response on purpose and ends the connection, as WireMock's
+-- faults do: "CONNECTION_RESET_BY_PEER" (a TCP reset), "EMPTY_RESPONSE"
+-- (closed without a byte), "MALFORMED_RESPONSE_CHUNK" (a chunked head, then
+-- garbage), "RANDOM_DATA_THEN_CLOSE" (bytes that are not HTTP). Only
+-- before anything of the response was sent.
+-- @usage res:fault("CONNECTION_RESET_BY_PEER")
+function Res:fault(kind)
+  local k = fault_kinds[kind]
+  if k == nil then error("res:fault: unknown fault '" .. tostring(kind) .. "'", 2) end
+  local rc = mp_res_fault(self, k)
+  if rc ~= 0 then fail(rc, "res:fault") end
 end
 
 -- The metatable of every number: a context (bit 38 set) dispatches on its
@@ -543,6 +585,53 @@ function Shared:flush_all()
   mp_store_flush()
 end
 
+-- Regular expressions ------------------------------------------------------
+
+local Regex = {}
+Regex.__index = Regex
+local errbuf = ffi.new("char[256]")
+
+--- Compiles a PCRE2 regular expression that must match a whole subject
+-- (as Java's String.matches, which WireMock uses). Returns an object with
+-- :match(subject), or nil and the compiler's message.
+-- @usage local re = assert(core.regex("/users/[0-9]+"))
+function core.regex(pattern, caseless)
+  local re = mp_regex_compile(pattern, #pattern, caseless and 1 or 0, errbuf, 256)
+  if re == nil then return nil, ffi_string(errbuf) end
+  return setmetatable({ re = ffi.gc(re, mp_regex_free), source = pattern }, Regex)
+end
+
+--- True when the whole of subject matches.
+function Regex:match(subject)
+  return mp_regex_match(self.re, subject, #subject) == 1
+end
+
+--- The entries of a directory: a list of {name = ..., dir = true|false},
+-- sorted by name, or nil and an error message.
+-- @usage for _, e in ipairs(core.dir_list("mappings")) do ... end
+function core.dir_list(path)
+  local n = C.mp_dir_list(path, out, len_out)
+  if n < 0 then return nil, path .. ": cannot list (" .. tostring(-n) .. ")" end
+  local list, p, off, size = {}, out[0], 0, tonumber(len_out[0])
+  while off < size do
+    local kind = p[off]
+    local name = ffi_string(p + off + 1)
+    list[#list + 1] = { name = name, dir = kind == 100 } -- 'd'
+    off = off + #name + 2
+  end
+  table.sort(list, function(a, b) return a.name < b.name end)
+  return list
+end
+
+--- The mock settings from the command line: { dir = --mock DIR or nil,
+-- cors = true unless --no-cors, journal_size = --journal-size }.
+function core.mock_settings()
+  local dir, cors, size = ffi.new("const char *[1]"), ffi.new("int[1]"), ffi.new("int[1]")
+  C.mp_mock_settings(dir, cors, size)
+  return { dir = dir[0] ~= nil and ffi_string(dir[0]) or nil, cors = cors[0] ~= 0,
+           journal_size = size[0] }
+end
+
 -- Running handlers -------------------------------------------------------
 
 local function on_error(err)
@@ -568,6 +657,16 @@ core.App = App
 --- Files the app has loaded with require, dofile or loadfile, in order
 -- (server/lua_vm.c hands them to the master, which watches them).
 core.loaded_files = {}
+
+--- Records a file the app read some other way (a mock mapping) so that
+-- the master watches it too; a path ending in "/" stands for every file in
+-- that directory.
+-- @usage core.track_file(dir .. "/mappings/")
+function core.track_file(path)
+  local files = core.loaded_files
+  files[#files + 1] = path
+  mp_lua_file_loaded(path, #path)
+end
 
 --- Wraps the Lua-file searcher, dofile and loadfile so that every file the
 -- app loads is recorded in core.loaded_files and, in a serving worker,
@@ -601,7 +700,9 @@ end
 --- Checks what an app script returned and lists its routes for the router
 -- as {method, pattern, handler, line}.
 function core.export(app, path)
-  if getmetatable(app) ~= App then
+  local mt = getmetatable(app)
+  -- An App, or an app of a kind built on it (moonport.mock's).
+  if mt ~= App and not (mt and getmetatable(mt) and getmetatable(mt).__index == App) then
     error(path .. ": the script must end with 'return app' (it returned "
           .. type(app) .. ")", 0)
   end

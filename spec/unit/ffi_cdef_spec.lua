@@ -10,13 +10,13 @@ local function read(path)
   return text
 end
 
--- Every "int mp_...(...);" and "void mp_...(...);" declaration, comments
--- dropped, spaces folded.
+-- Every "int mp_...(...);", "void mp_...(...);" and "void *mp_...(...);"
+-- declaration, comments dropped, spaces folded.
 local function declarations(text)
   text = text:gsub("/%*.-%*/", " ")
   local found = {}
-  for _, ret in ipairs({ "int", "void" }) do
-    for decl in text:gmatch("%f[%w]" .. ret .. "%s+mp_[%w_]+%s*%b()%s*;") do
+  for _, ret in ipairs({ "int%s+", "void%s+", "void%s*%*%s*" }) do
+    for decl in text:gmatch("%f[%w]" .. ret .. "mp_[%w_]+%s*%b()%s*;") do
       local name = decl:match("mp_[%w_]+")
       found[name] = decl:gsub("%s+", " "):gsub("%( ", "("):gsub(" %)", ")")
     end

@@ -1,0 +1,216 @@
+--- The stub model: one shape for stubs written in Lua (snake_case keys)
+-- and in WireMock's JSON (camelCase keys), and the conversions between.
+--
+-- Names that are the user's (header, query, cookie and path parameter
+-- names, a JSON body, transformer parameters) are never converted.
+--
+--     local model = require("moonport.mock.model")
+--     local stub = model.from_wiremock(cjson.decode(text))
+--     local json = model.to_wiremock(stub)
+--
+-- @module moonport.mock.model
+
+local cjson = require("cjson")
+local bit = require("bit")
+
+local type, pairs, ipairs, tostring = type, pairs, ipairs, tostring
+local byte, char, concat = string.byte, string.char, table.concat
+
+local model = {}
+
+local function snake(name)
+  return (name:gsub("%u", function(c) return "_" .. c:lower() end))
+end
+
+local function camel(name)
+  return (name:gsub("_(%l)", string.upper))
+end
+
+-- How the value under a key is converted: nil (a plain value or a table
+-- whose own keys convert), "opaque" (kept as it is), "matcher",
+-- "matcher_map" (user names to matchers), "matcher_list".
+local REQUEST = {
+  path_parameters = "matcher_map", query_parameters = "matcher_map",
+  headers = "matcher_map", cookies = "matcher_map",
+  body_patterns = "matcher_list",
+}
+local RESPONSE = { headers = "opaque", json_body = "opaque",
+                   transformer_parameters = "opaque" }
+local MATCHER = { equal_to_json = "opaque", matches_json_path = "matcher",
+                  ["and"] = "matcher_list", ["or"] = "matcher_list" }
+local TOP = { request = REQUEST, response = RESPONSE, metadata = "opaque" }
+
+local convert
+
+local function convert_map(map, key_fn, shape)
+  local out = {}
+  for k, v in pairs(map) do out[k] = convert(v, key_fn, shape) end
+  return out
+end
+
+-- Converts value, whose shape is given, with key_fn for our own keys.
+function convert(value, key_fn, shape)
+  if type(value) ~= "table" or shape == "opaque" then return value end
+  if shape == "matcher_map" then
+    return convert_map(value, key_fn, "matcher")
+  end
+  if shape == "matcher_list" then
+    local out = {}
+    for i, m in ipairs(value) do out[i] = convert(m, key_fn, "matcher") end
+    return out
+  end
+  local fields = shape == "matcher" and MATCHER or (type(shape) == "table" and shape) or {}
+  local out = {}
+  for k, v in pairs(value) do
+    if type(k) == "string" then
+      local nk = key_fn(k)
+      out[nk] = convert(v, key_fn, fields[snake(k)])
+    else
+      out[k] = convert(v, key_fn, nil)
+    end
+  end
+  return out
+end
+
+--- A stub from WireMock's JSON mapping (a decoded table): snake_case keys,
+-- `basicAuthCredentials` as `basic_auth`, the scenario fields kept flat.
+-- @usage local stub = model.from_wiremock(cjson.decode(text))
+function model.from_wiremock(mapping)
+  local stub = convert(mapping, snake, TOP)
+  if stub.request and stub.request.basic_auth_credentials then
+    stub.request.basic_auth = stub.request.basic_auth_credentials
+    stub.request.basic_auth_credentials = nil
+  end
+  stub.id = stub.id or stub.uuid
+  stub.uuid = nil
+  return stub
+end
+
+--- WireMock's JSON form of a stub (a table for cjson.encode). A response
+-- that is a Lua function appears as a body saying so.
+-- @usage res:json(model.to_wiremock(stub))
+function model.to_wiremock(stub)
+  local copy = {}
+  for k, v in pairs(stub) do
+    if k ~= "compiled" and k ~= "seq" and k ~= "source" and k ~= "lua" then copy[k] = v end
+  end
+  if type(copy.response) == "function" then
+    copy.response = { status = 200, body = "(a Lua function)" }
+  end
+  if copy.request and copy.request.basic_auth then
+    local r = {}
+    for k, v in pairs(copy.request) do r[k] = v end
+    r.basic_auth_credentials, r.basic_auth = r.basic_auth, nil
+    copy.request = r
+  end
+  local out = convert(copy, camel, TOP)
+  out.uuid = out.id
+  return out
+end
+
+--- Checks and completes a stub written in Lua: `scenario = {name,
+-- required_state, new_state}` becomes the flat fields, a string matcher
+-- stands for equal_to, the method defaults to ANY and the priority to 5.
+-- Returns the stub, or nil and what is wrong.
+-- @usage local stub = assert(model.normalize(spec))
+function model.normalize(spec)
+  if type(spec) ~= "table" then return nil, "a stub is a table" end
+  local req, res = spec.request, spec.response
+  if req == nil then req = {} end
+  if type(req) ~= "table" then return nil, "request must be a table" end
+  if res == nil then res = {} end
+  if type(res) ~= "table" and type(res) ~= "function" then
+    return nil, "response must be a table or a function(req, res)"
+  end
+  local stub = {}
+  for k, v in pairs(spec) do stub[k] = v end
+  local sc = spec.scenario
+  if sc ~= nil then
+    if type(sc) ~= "table" or type(sc.name) ~= "string" then
+      return nil, "scenario must be {name = ..., required_state = ..., new_state = ...}"
+    end
+    stub.scenario_name = sc.name
+    stub.required_scenario_state = sc.required_state
+    stub.new_scenario_state = sc.new_state
+    stub.scenario = nil
+  end
+  local r = {}
+  for k, v in pairs(req) do r[k] = v end
+  r.method = type(r.method) == "string" and r.method:upper() or "ANY"
+  for _, key in ipairs({ "headers", "query_parameters", "cookies", "path_parameters" }) do
+    if r[key] ~= nil then
+      if type(r[key]) ~= "table" then return nil, "request." .. key .. " must be a table" end
+      local m = {}
+      for name, matcher in pairs(r[key]) do
+        m[name] = type(matcher) == "table" and matcher or { equal_to = tostring(matcher) }
+      end
+      r[key] = m
+    end
+  end
+  if r.body_patterns ~= nil and type(r.body_patterns) ~= "table" then
+    return nil, "request.body_patterns must be a list of matchers"
+  end
+  stub.request = r
+  stub.response = res
+  stub.priority = tonumber(stub.priority) or 5
+  return stub
+end
+
+-- Base64 ----------------------------------------------------------------
+
+local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+local B64_INDEX = {}
+for i = 1, 64 do B64_INDEX[byte(B64, i)] = i - 1 end
+B64_INDEX[byte("-")] = 62 -- the URL-safe alphabet too
+B64_INDEX[byte("_")] = 63
+
+--- Base64 of s.
+-- @usage model.base64_encode("user:pass")
+function model.base64_encode(s)
+  local out, n = {}, #s
+  for i = 1, n, 3 do
+    local a, b, c = byte(s, i, i + 2)
+    local v = bit.bor(bit.lshift(a, 16), bit.lshift(b or 0, 8), c or 0)
+    out[#out + 1] = char(
+      byte(B64, bit.rshift(v, 18) + 1), byte(B64, bit.band(bit.rshift(v, 12), 63) + 1),
+      b and byte(B64, bit.band(bit.rshift(v, 6), 63) + 1) or 61,
+      c and byte(B64, bit.band(v, 63) + 1) or 61)
+  end
+  return concat(out)
+end
+
+--- The bytes base64 text stands for, or nil when it is not base64.
+-- @usage model.base64_decode("dXNlcjpwYXNz")
+function model.base64_decode(s)
+  s = s:gsub("%s", ""):gsub("=+$", "")
+  local out, acc, bits = {}, 0, 0
+  for i = 1, #s do
+    local v = B64_INDEX[byte(s, i)]
+    if v == nil then return nil end
+    acc = bit.bor(bit.lshift(acc, 6), v)
+    bits = bits + 6
+    if bits >= 8 then
+      bits = bits - 8
+      out[#out + 1] = char(bit.band(bit.rshift(acc, bits), 255))
+      acc = bit.band(acc, bit.lshift(1, bits) - 1)
+    end
+  end
+  return concat(out)
+end
+
+--- A random version 4 UUID.
+-- @usage stub.id = model.uuid()
+function model.uuid()
+  local t = {}
+  for i = 1, 16 do t[i] = math.random(0, 255) end
+  t[7] = bit.bor(bit.band(t[7], 0x0f), 0x40)
+  t[9] = bit.bor(bit.band(t[9], 0x3f), 0x80)
+  local hex = {}
+  for i = 1, 16 do hex[i] = ("%02x"):format(t[i]) end
+  return concat(hex, "", 1, 4) .. "-" .. concat(hex, "", 5, 6) .. "-"
+    .. concat(hex, "", 7, 8) .. "-" .. concat(hex, "", 9, 10) .. "-" .. concat(hex, "", 11, 16)
+end
+
+model.null = cjson.null
+
+return model
