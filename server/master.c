@@ -508,8 +508,10 @@ static void reload(master *m, const char *why) {
       mp_log(MP_LOG_WARN, "worker %u: cannot ask it to reload: %s", in->id,
              uv_strerror(rc));
   }
-  mp_log(MP_LOG_INFO, "reloaded %s (%s): %u route%s", m->cfg->app, why,
-         m->nroutes, m->nroutes == 1 ? "" : "s");
+  mp_log(MP_LOG_INFO, "reloaded %s%s (%s): %u route%s",
+         m->cfg->mock_dir ? "--mock " : "",
+         m->cfg->mock_dir ? m->cfg->mock_dir : m->cfg->app, why, m->nroutes,
+         m->nroutes == 1 ? "" : "s");
 }
 
 static void on_files_changed(void *ud) { reload(ud, "files changed"); }

@@ -238,14 +238,41 @@ end
 --- The request body as a string ("" when there is none): the whole body,
 -- or what is left of it after req:read.
 -- @usage local raw = req:body()
+-- Bodies already read whole, by request, so that req:body() gives the same
+-- answer every time it is asked (a mock stub's matcher and its response
+-- both ask). Dropped when the handler returns (core.run).
+local bodies, nbodies = {}, 0
+
 function req_methods.body(self)
+  local cached = bodies[self]
+  if cached ~= nil then return cached end
+  local body
   local first = self:read()
-  if first == nil then return "" end
-  local second = self:read()
-  if second == nil then return first end
-  local parts = { first, second }
-  for piece in self:chunks() do parts[#parts + 1] = piece end
-  return concat(parts)
+  if first == nil then
+    body = ""
+  else
+    local second = self:read()
+    if second == nil then
+      body = first
+    else
+      local parts = { first, second }
+      for piece in self:chunks() do parts[#parts + 1] = piece end
+      body = concat(parts)
+    end
+  end
+  -- A handler abandoned mid-way (its client went) never reaches core.run's
+  -- cleanup: now and then, drop what belongs to requests that are over.
+  if nbodies >= 64 then
+    for ctx in pairs(bodies) do
+      if mp_req_method(ctx, out) < 0 then
+        bodies[ctx] = nil
+        nbodies = nbodies - 1
+      end
+    end
+  end
+  bodies[self] = body
+  nbodies = nbodies + 1
+  return body
 end
 
 --- The trailer fields of a chunked body, as a table of lower-case names
@@ -644,6 +671,10 @@ function core.run(handler, req, res)
   local DONE = core.DONE
   while true do
     local ok, err = xpcall(handler, on_error, req, res)
+    if bodies[req] ~= nil then
+      bodies[req] = nil
+      nbodies = nbodies - 1
+    end
     handler, req, res = yield(DONE, ok, err)
   end
 end
