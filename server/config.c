@@ -76,7 +76,8 @@ static const option options[] = {
      "serve a WireMock directory (DIR/mappings, DIR/__files, DIR/*.lua) "
      "instead of an APP"},
     {"--journal-size", OPT_COUNT, "N",
-     "requests the mock journal keeps, across workers (default 1000)"},
+     "requests the mock journal keeps, across workers; 0 for none "
+     "(default 1000)"},
     {"--no-cors", OPT_FLAG, NULL,
      "mock apps do not answer CORS preflights or add "
      "Access-Control-Allow-Origin"},
@@ -203,10 +204,12 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       bool conns = strcmp(o->name, "--max-connections") == 0;
       bool journal = strcmp(o->name, "--journal-size") == 0;
       long top = conns || journal ? 1000000 : 10000;
+      long bottom = journal ? 0 : 1; /* no journal at all is a choice */
       long n = strtol(v, &end, 10);
-      if (errno || end == v || *end != '\0' || n < 1 || n > top) {
+      if (errno || end == v || *end != '\0' || n < bottom || n > top) {
         char why[64];
-        snprintf(why, sizeof why, "expected a count from 1 to %ld", top);
+        snprintf(why, sizeof why, "expected a count from %ld to %ld", bottom,
+                 top);
         return bad_value(o->name, v, why);
       }
       if (conns)

@@ -189,11 +189,7 @@ end
 
 -- Finds the stub for facts: the best by priority, then the newest.
 local function find(self, facts)
-  local idx = current(self)
-  for _, stub in ipairs(match.candidates(idx, facts.method, facts.path)) do
-    if match.test(stub.compiled, facts) and scenario_ok(stub) then return stub end
-  end
-  return nil
+  return match.find(current(self), facts, scenario_ok)
 end
 
 local function describe_stub(stub)

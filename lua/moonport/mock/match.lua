@@ -19,6 +19,7 @@ local model = require("moonport.mock.model")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local find, lower, sub, gsub, char = string.find, string.lower, string.sub, string.gsub, string.char
+local byte = string.byte
 local concat, sort = table.concat, table.sort
 
 local match = {}
@@ -219,10 +220,34 @@ local function path_template(tpl)
 end
 match.path_template = path_template
 
+-- The literal segments a pattern's paths all start with, at most two, as a
+-- key ("/api/users"), or nil when the first segment is not literal.
+local REGEX_META = "[%.%[%]%(%)%*%+%?%^%$|\\{}]"
+local function literal_prefix(req)
+  local src, is_re
+  if req.url_path_template ~= nil then
+    src = tostring(req.url_path_template)
+  elseif req.url_path_pattern ~= nil or req.url_pattern ~= nil then
+    src, is_re = tostring(req.url_path_pattern or req.url_pattern), true
+  else
+    return nil
+  end
+  -- An alternation anywhere may reach other paths: no prefix then.
+  if is_re and src:find("|", 1, true) then return nil end
+  local segs = {}
+  for seg in src:gmatch("/([^/]*)") do
+    if #segs == 2 or seg:find(is_re and REGEX_META or "[{}]") then break end
+    segs[#segs + 1] = seg
+  end
+  if #segs == 0 then return nil end
+  return "/" .. concat(segs, "/")
+end
+
 --- Compiles a stub's request pattern. Returns a compiled pattern, or nil and
 -- what is wrong (a bad regular expression, an unknown matcher).
 function match.compile(req)
-  local c = { method = (req.method or "ANY"):upper(), checks = {}, weights = {} }
+  local c = { method = (req.method or "ANY"):upper(), checks = {}, weights = {},
+              prefix = literal_prefix(req) }
   local checks, weights = c.checks, c.weights
   -- A URL that differs puts a stub further from a request than any
   -- parameter, header or body that differs (for the report of the closest).
@@ -346,12 +371,28 @@ end
 
 -- The index ---------------------------------------------------------------
 
+-- Priority first (1 is highest), then the newest.
+local function before(a, b)
+  if a.priority ~= b.priority then return a.priority < b.priority end
+  return a.seq > b.seq
+end
+match.before = before
+
 --- Builds the index of a list of stubs (each with .compiled, .priority and
--- .seq, a number that grows with age: newer stubs have larger ones).
--- Stubs with a literal URL or path are found by method and path; the rest
--- are tried for every request.
+-- .seq, a number that grows with age: newer stubs have larger ones). A
+-- stub with a literal URL or path is found by method and path; one whose
+-- path pattern or template starts with literal segments, by those; only
+-- the rest are tried for every request. Every list is kept best first.
 function match.index(stubs)
-  local idx = { literal = {}, rest = {} }
+  local idx = { literal = {}, prefix = {}, rest = {} }
+  local function put(map, key, s)
+    local list = map[key]
+    if list == nil then
+      list = {}
+      map[key] = list
+    end
+    list[#list + 1] = s
+  end
   for _, s in ipairs(stubs) do
     local c = s.compiled
     if c.literal then
@@ -360,39 +401,70 @@ function match.index(stubs)
         by_method = {}
         idx.literal[c.method] = by_method
       end
-      local list = by_method[c.literal]
-      if list == nil then
-        list = {}
-        by_method[c.literal] = list
-      end
-      list[#list + 1] = s
+      put(by_method, c.literal, s)
     else
-      idx.rest[#idx.rest + 1] = s
+      local key = c.prefix
+      if key then put(idx.prefix, key, s) else idx.rest[#idx.rest + 1] = s end
     end
   end
+  local function sort_all(map)
+    for _, list in pairs(map) do sort(list, before) end
+  end
+  for _, by_method in pairs(idx.literal) do sort_all(by_method) end
+  sort_all(idx.prefix)
+  sort(idx.rest, before)
+  idx.has_prefix = next(idx.prefix) ~= nil
   return idx
 end
 
--- Priority first (1 is highest), then the newest.
-local function before(a, b)
-  if a.priority ~= b.priority then return a.priority < b.priority end
-  return a.seq > b.seq
-end
-match.before = before
+-- The lists a request's stubs may be on, and where each one's next stub is.
+-- Matching does not yield, so one set serves every call.
+local lists, heads, nlists = {}, {}, 0
 
---- The stubs that could match a request, best first.
-function match.candidates(idx, method, path)
-  local out = {}
-  local function take(list)
-    if list then for _, s in ipairs(list) do out[#out + 1] = s end end
+local function add_list(list)
+  if list ~= nil then
+    nlists = nlists + 1
+    lists[nlists], heads[nlists] = list, 1
   end
-  local m = idx.literal[method]
-  take(m and m[path])
+end
+
+--- The first stub, best first, whose pattern matches facts and which
+-- accept(stub) takes (a scenario state check), or nil. Walks the few
+-- lists the index gives for the request together, in priority order,
+-- without sorting or allocating.
+function match.find(idx, facts, accept)
+  nlists = 0
+  local path = facts.path
+  local m = idx.literal[facts.method]
+  if m then add_list(m[path]) end
   local any = idx.literal.ANY
-  take(any and any[path])
-  take(idx.rest)
-  sort(out, before)
-  return out
+  if any then add_list(any[path]) end
+  if idx.has_prefix then
+    -- The first one and two segments, found byte by byte: string.match
+    -- would keep this loop out of the JIT.
+    local len, i = #path, 2
+    while i <= len and byte(path, i) ~= 47 do i = i + 1 end -- '/'
+    add_list(idx.prefix[sub(path, 1, i - 1)])
+    if i < len then
+      local j = i + 1
+      while j <= len and byte(path, j) ~= 47 do j = j + 1 end
+      add_list(idx.prefix[sub(path, 1, j - 1)])
+    end
+  end
+  add_list(idx.rest)
+  local n = nlists
+  while true do
+    local best, bi
+    for i = 1, n do
+      local s = lists[i][heads[i]]
+      if s ~= nil and (best == nil or before(s, best)) then best, bi = s, i end
+    end
+    if best == nil then return nil end
+    heads[bi] = heads[bi] + 1
+    if match.test(best.compiled, facts) and (accept == nil or accept(best)) then
+      return best
+    end
+  end
 end
 
 -- Requests ------------------------------------------------------------------
