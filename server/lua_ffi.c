@@ -308,6 +308,12 @@ int mp_mock_settings(const char **dir, int *cors, int *journal_size) {
   return 0;
 }
 
+double mp_clock_wall(void) {
+  uv_timeval64_t tv;
+  if (uv_gettimeofday(&tv) != 0) return 0;
+  return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
 void mp_lua_log(int level, const char *msg, size_t len) {
   if (level < MP_LOG_ERROR || level > MP_LOG_INFO) level = MP_LOG_INFO;
   if (len > 4096) len = 4096;

@@ -85,6 +85,9 @@ int mp_dir_list(const char *path, const char **out, size_t *len);
  * (not --no-cors), and --journal-size. Returns 0. */
 int mp_mock_settings(const char **dir, int *cors, int *journal_size);
 
+/* The wall-clock time in seconds since the epoch, to the microsecond. */
+double mp_clock_wall(void);
+
 /* Writes msg to the error log at level (0 error, 1 warn, 2 info). */
 void mp_lua_log(int level, const char *msg, size_t len);
 

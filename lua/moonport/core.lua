@@ -58,6 +58,7 @@ int mp_regex_match(void *re, const char *subject, size_t len);
 void mp_regex_free(void *re);
 int mp_dir_list(const char *path, const char **out, size_t *len);
 int mp_mock_settings(const char **dir, int *cors, int *journal_size);
+double mp_clock_wall(void);
 void mp_lua_log(int level, const char *msg, size_t len);
 int mp_store_get(const char *key, size_t klen, double *num, const char **str,
                  size_t *len);
@@ -648,6 +649,12 @@ function core.dir_list(path)
   end
   table.sort(list, function(a, b) return a.name < b.name end)
   return list
+end
+
+--- The wall-clock time in seconds since the epoch, with microseconds.
+-- @usage local ms = math.floor(core.now() * 1000)
+function core.now()
+  return C.mp_clock_wall()
 end
 
 --- The mock settings from the command line: { dir = --mock DIR or nil,

@@ -234,7 +234,7 @@ local function iso_date(ms)
 end
 
 local function now_ms()
-  return floor(os.time() * 1000 + (os.clock() * 1000) % 1000)
+  return floor(core.now() * 1000)
 end
 
 -- A journal entry (WireMock's ServeEvent) for req.

@@ -33,6 +33,29 @@ local null = cjson.null
 -- differs is nearer (distance 0.5) than one that is missing (1).
 local function string_matcher(m, what)
   if type(m) ~= "table" then m = { equal_to = tostring(m) } end
+  local all, any = m["and"], m["or"]
+  if all ~= nil or any ~= nil then
+    -- WireMock's logical matchers: {and = {m1, m2}}, {or = {m1, m2}}.
+    local fns = {}
+    for i, sub_m in ipairs(all or any) do
+      local fn, err = string_matcher(sub_m, what)
+      if fn == nil then return nil, err end
+      fns[i] = fn
+    end
+    return function(v)
+      local why, dist
+      for _, fn in ipairs(fns) do
+        local ok, w, d = fn(v)
+        if ok and any then return true end
+        if not ok then
+          if all then return false, w, d end
+          why, dist = w, d
+        end
+      end
+      if all then return true end
+      return false, why, dist
+    end
+  end
   local ci = m.case_insensitive == true
   if m.absent ~= nil then
     local want = m.absent == true
