@@ -403,10 +403,34 @@ local function respond(self, stub, req, res, facts)
   res:send(body)
 end
 
+local CONTENT_TYPES = {
+  json = "application/json", html = "text/html; charset=utf-8", htm = "text/html; charset=utf-8",
+  txt = "text/plain; charset=utf-8", xml = "application/xml", css = "text/css",
+  js = "text/javascript", svg = "image/svg+xml", png = "image/png", jpg = "image/jpeg",
+  jpeg = "image/jpeg", gif = "image/gif", pdf = "application/pdf",
+}
+
+-- As WireMock does, a GET no stub matches is answered from DIR/__files
+-- when a file is there (a directory's index.html included). Returns true
+-- when it answered.
+local function static_file(self, facts, res)
+  if not self.serve_files or (facts.method ~= "GET" and facts.method ~= "HEAD") then return false end
+  local path = facts.path
+  if path:find("..", 1, true) or path:find("%z") then return false end
+  if path:sub(-1) == "/" then path = path .. "index.html" end
+  local body = read_file(self.files_dir .. path)
+  if body == nil then return false end
+  local ext = path:match("%.(%w+)$")
+  res:header("Content-Type", CONTENT_TYPES[ext and ext:lower() or ""] or "application/octet-stream")
+  res:send(body)
+  return true
+end
+
 -- The handler behind every path no route of the script takes.
 local function serve(self, req, res)
   local facts = facts_of(req)
   local stub = find(self, facts)
+  if stub == nil and static_file(self, facts, res) then return end
   if stub == nil then
     if self.settings.journal_size > 0 then log_request(self, req, facts, nil, 404) end
     res:status(404):header("Content-Type", "text/plain; charset=utf-8")
@@ -702,12 +726,14 @@ function mock.app()
 end
 
 --- Loads a WireMock root directory: every mapping under DIR/mappings (one
--- mapping per file, or {"mappings": [...]}), bodies from DIR/__files, and
--- DIR/*.lua stub scripts (each returns a function(app) or a list of
--- stubs). Every file read is watched for hot reload. Returns the app.
+-- mapping per file, or {"mappings": [...]}), bodies from DIR/__files (also
+-- served as they are to a GET no stub matches), and DIR/*.lua stub scripts
+-- (each returns a function(app) or a list of stubs). Every file read is
+-- watched for hot reload. Returns the app.
 -- @usage app:load_dir("wiremock")
 function MockApp:load_dir(dir)
   self.files_dir = dir .. "/__files"
+  self.serve_files = true
   core.track_file(dir .. "/")
   local function walk(path)
     local entries = core.dir_list(path)
