@@ -40,7 +40,8 @@ static int check(const mp_config *cfg) {
   static mp_worker w;
   rc = mp_worker_init(&w, cfg, shared, 0);
   if (rc == 0) {
-    printf("%s: ok, %u route%s\n", cfg->app, mp_router_count(w.router),
+    printf("%s%s: ok, %u route%s\n", cfg->mock_dir ? "--mock " : "",
+           cfg->mock_dir ? cfg->mock_dir : cfg->app, mp_router_count(w.router),
            mp_router_count(w.router) == 1 ? "" : "s");
     print_routes(w.router);
   }
