@@ -20,6 +20,13 @@
  * startup failure: the master stops the others and exits 1. After that, a
  * worker that exits is logged and replaced at once, or after a second if it
  * died before listening (so a worker that cannot start does not spin).
+ *
+ * Reloads: the master watches the files the app loads (watch.c; workers
+ * report files loaded late over their control socket), loads changed code
+ * in a scratch state of its own, and only when that succeeds writes 'L' to
+ * every worker, which loads the code again itself and swaps between
+ * requests. The outcome goes to the log and, through the shared segment,
+ * to every worker's stats endpoint.
  */
 #include "master.h"
 
