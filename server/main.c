@@ -66,9 +66,11 @@ int main(int argc, char **argv) {
 
   const char *worker = getenv(MP_WORKER_ENV);
   if (worker != NULL) {
-    unsigned id = (unsigned)strtoul(worker, NULL, 10);
+    char *end;
+    unsigned id = (unsigned)strtoul(worker, &end, 10);
+    int master = *end == ':' ? (int)strtol(end + 1, NULL, 10) : 0;
     unsetenv(MP_WORKER_ENV);
-    return mp_worker_main(&cfg, id);
+    return mp_worker_main(&cfg, id, master);
   }
   if (cfg.error_log != NULL) {
     rc = mp_error_log_open(cfg.error_log);

@@ -275,8 +275,8 @@ static void start_worker(master *m, unsigned id) {
       UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE;
   stdio[MP_WORKER_CONTROL_FD].data.stream = (uv_stream_t *)&in->control;
 
-  char idstr[16];
-  snprintf(idstr, sizeof idstr, "%u", id);
+  char idstr[32];
+  snprintf(idstr, sizeof idstr, "%u:%d", id, (int)getpid());
   setenv(MP_WORKER_ENV, idstr, 1);
 
   uv_process_options_t opt;

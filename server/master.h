@@ -9,8 +9,8 @@
 
 #include "config.h"
 
-/* The environment variable that tells an exec'd moonport it is worker N,
- * and the descriptors it inherits: the shared segment and its end of the
+/* The environment variable that tells an exec'd moonport it is worker N
+ * of master PID ("N:PID"), and the descriptors it inherits: the shared segment and its end of the
  * control socket (a byte written there says "listening"; end of file
  * there says the master is gone). */
 #define MP_WORKER_ENV "MOONPORT_WORKER"

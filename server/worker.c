@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -185,9 +186,9 @@ static void on_control_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 }
 
 /* The master writes 'L' here when the app has changed and loaded cleanly
- * in its own check. End of file means it has exited (killed, most
- * likely), and a worker without a master drains and exits rather than
- * serve on unsupervised. */
+ * in its own check. End of file means it has exited: the kernel kills the
+ * worker then (PR_SET_PDEATHSIG); should that ever not happen, the worker
+ * drains and exits rather than serve on unsupervised. */
 static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   mp_worker *w = s->data;
   if (n > 0) {
@@ -385,10 +386,20 @@ void mp_release_startup_pages(void) {
   fclose(smaps);
 }
 
-int mp_worker_main(const mp_config *cfg, unsigned id) {
+int mp_worker_main(const mp_config *cfg, unsigned id, int master) {
   char name[32];
   snprintf(name, sizeof name, "worker %u", id);
   mp_log_set_process(name, id);
+  /* A worker must not outlive its master: nothing would supervise it, and
+   * one stuck in a handler would spin forever. The kernel kills it when
+   * the master dies; a master already gone before this line leaves the
+   * worker with another parent, so it stops at once. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (master != 0 && getppid() != master) {
+    fprintf(stderr, "moonport: worker %u: its master (pid %d) is gone\n", id,
+            master);
+    return 1;
+  }
   if (cfg->error_log != NULL) {
     int rc = mp_error_log_open(cfg->error_log);
     if (rc != 0) {

@@ -87,10 +87,11 @@ extern mp_worker *mp_worker_self;
 int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
                    unsigned id);
 
-/* The life of worker process `id`, started by the master: maps the shared
- * segment, starts serving, tells the master it listens, and serves until
- * SIGTERM or until the master is gone. Returns the exit status. */
-int mp_worker_main(const mp_config *cfg, unsigned id);
+/* The life of worker process `id`, started by master (its pid): maps the
+ * shared segment, starts serving, tells the master it listens, and serves
+ * until SIGTERM. The kernel kills it if the master dies. Returns the exit
+ * status. */
+int mp_worker_main(const mp_config *cfg, unsigned id, int master);
 
 /* Loads the app again into a new VM and makes it current, between
  * requests: requests already running finish on the VM they started on.

@@ -163,12 +163,22 @@ describe("a worker that dies", function()
     end), server:stderr())
   end)
 
-  it("makes the workers exit when the master is killed", function()
+  it("makes the workers exit when the master is killed, a stuck one too", function()
     local server = helpers.start(APP, { "--workers", "2" })
     local pids = helpers.eventually(function()
       local p = server:workers()
       return #p == 2 and p
     end)
+    -- One worker spins in a compiled loop: it can run no code of its own
+    -- any more, so only the kernel can end it.
+    local stuck = conn_to(server.port, pids[1])
+    stuck:send(helpers.build_request("GET", "/spin"))
+    assert.truthy(helpers.eventually(function()
+      local f = io.open("/proc/" .. pids[1] .. "/stat")
+      local st = f and f:read("*l")
+      if f then f:close() end
+      return st and st:match("^.*%) (%a)") == "R"
+    end), "the worker did not start spinning")
     signal.kill(server.pid, signal.SIGKILL)
     server:wait(5, nil, 137)
     local gone = helpers.eventually(function()
@@ -177,6 +187,8 @@ describe("a worker that dies", function()
       end
       return true
     end, 5)
+    stuck:close()
+    if not gone then for _, pid in ipairs(pids) do signal.kill(pid, signal.SIGKILL) end end
     assert.truthy(gone, "workers outlived their master")
   end)
 end)
