@@ -285,31 +285,23 @@ local function parse_unary(s, i)
   return { op = "cmp", cmp = op, left, right }, i
 end
 
-local function parse_and(s, i)
+-- A chain of terms joined by token ("&&" or "||") becomes one node.
+local function parse_chain(s, i, token, op, parse_term)
   local node
-  node, i = parse_unary(s, i)
+  node, i = parse_term(s, i)
   i = skip_ws(s, i)
-  if sub(s, i, i + 1) ~= "&&" then return node, i end
-  node = { op = "and", node }
-  while sub(s, i, i + 1) == "&&" do
-    node[#node + 1], i = parse_unary(s, i + 2)
+  if sub(s, i, i + 1) ~= token then return node, i end
+  node = { op = op, node }
+  while sub(s, i, i + 1) == token do
+    node[#node + 1], i = parse_term(s, i + 2)
     i = skip_ws(s, i)
   end
   return node, i
 end
 
-function parse_or(s, i)
-  local node
-  node, i = parse_and(s, i)
-  i = skip_ws(s, i)
-  if sub(s, i, i + 1) ~= "||" then return node, i end
-  node = { op = "or", node }
-  while sub(s, i, i + 1) == "||" do
-    node[#node + 1], i = parse_and(s, i + 2)
-    i = skip_ws(s, i)
-  end
-  return node, i
-end
+local function parse_and(s, i) return parse_chain(s, i, "&&", "and", parse_unary) end
+
+function parse_or(s, i) return parse_chain(s, i, "||", "or", parse_and) end
 
 local function parse_path(s)
   if char_at(s, 1) ~= "$" then fail(1, "a path must start with '$'") end
