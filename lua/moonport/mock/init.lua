@@ -237,7 +237,9 @@ local function now_ms()
   return floor(core.now() * 1000)
 end
 
--- A journal entry (WireMock's ServeEvent) for req.
+-- A journal entry (WireMock's ServeEvent) for req. What can be derived
+-- later (the body in base64, the stub's mapping) is, when the journal is
+-- read: logging is on every request's path, reading is not.
 local function log_request(self, req, facts, stub, status)
   local size = self.settings.journal_size
   local body = facts.body()
@@ -245,22 +247,24 @@ local function log_request(self, req, facts, stub, status)
   local query = {}
   for k, values in pairs(facts.query) do query[k] = { key = k, values = values } end
   local ms = now_ms()
+  -- The journal's sequence number makes the id: unique for the server's
+  -- life, and cheaper than a random UUID.
+  local n = shared:incr(KEY_SEQ)
   local entry = {
-    id = model.uuid(),
+    id = ("6a6f7572-6e61-4c00-8000-%012x"):format(n),
     request = {
       url = facts.url, absoluteUrl = "http://" .. (req:header("host") or "localhost") .. facts.url,
       method = facts.method, clientIp = req.remote_addr, headers = req:headers(),
-      cookies = facts.cookies(), body = logged_body, bodyAsBase64 = model.base64_encode(logged_body),
+      cookies = facts.cookies(), body = logged_body,
       loggedDate = ms, loggedDateString = iso_date(ms), queryParams = query,
       browserProxyRequest = false,
     },
     responseDefinition = { status = status },
     wasMatched = stub ~= nil,
+    stubId = stub and stub.id,
   }
-  if stub then entry.stubMapping = model.to_wiremock(stub) end
   local text = cjson.encode(entry)
   if text == nil then return end
-  local n = shared:incr(KEY_SEQ)
   shared:set(KEY_JOURNAL .. n, text)
   if n > size then
     shared:delete(KEY_JOURNAL .. (n - size))
@@ -268,15 +272,23 @@ local function log_request(self, req, facts, stub, status)
   end
 end
 
--- Every journal entry kept, newest first.
-local function journal()
+local find_stub
+
+-- Every journal entry kept, newest first, completed as WireMock shows it.
+local function journal(self)
   local last = shared:get(KEY_SEQ) or 0
   local first = shared:get(KEY_JOURNAL_FIRST) or 1
   local out = {}
   for n = last, first, -1 do
     local text = shared:get(KEY_JOURNAL .. n)
     local e = text and cjson.decode(text)
-    if e then out[#out + 1] = e end
+    if e then
+      e.request.bodyAsBase64 = model.base64_encode(e.request.body or "")
+      local stub = e.stubId and find_stub(self, e.stubId)
+      if stub then e.stubMapping = model.to_wiremock(stub) end
+      e.stubId = nil
+      out[#out + 1] = e
+    end
   end
   return out
 end
@@ -535,7 +547,7 @@ local function mappings_json(self)
   return text
 end
 
-local function find_stub(self, id)
+function find_stub(self, id)
   local _, all = current(self)
   for _, s in ipairs(all) do if s.id == id then return s end end
 end
@@ -631,7 +643,7 @@ local function admin_routes(self)
   end)
   self:get(A .. "/requests", function(req, res)
     res:header("Content-Type", "application/json")
-    res:send(requests_json(journal(), "requests"))
+    res:send(requests_json(journal(self), "requests"))
   end)
   self:delete(A .. "/requests", function(req, res)
     clear_journal()
@@ -644,7 +656,7 @@ local function admin_routes(self)
     c, err = compile_pattern(pattern)
     if c == nil then return nil, bad_request(res, err) end
     local found = {}
-    for _, e in ipairs(journal()) do
+    for _, e in ipairs(journal(self)) do
       if match.test(c, facts_of_logged(e.request)) then found[#found + 1] = e.request end
     end
     return found
@@ -662,7 +674,7 @@ local function admin_routes(self)
   end)
   self:get(A .. "/requests/unmatched", function(req, res)
     local list = {}
-    for _, e in ipairs(journal()) do
+    for _, e in ipairs(journal(self)) do
       if not e.wasMatched then list[#list + 1] = e.request end
     end
     res:header("Content-Type", "application/json")
