@@ -411,8 +411,12 @@ describe("moonport --mock DIR", function()
       f:close()
     end
     assert.equal("Hello, world!", body_of(port, "GET", "/some/thing"))
+    -- A mapping added through the admin API outlives reloads of the files.
+    assert.equal(201, (json(port, "POST", "/__admin/mappings",
+      '{"request":{"url":"/added"},"response":{"body":"added"}}')))
     write("mappings/hello.json", '{"request":{"url":"/some/thing"},"response":{"body":"Changed"}}')
     assert.truthy(helpers.eventually(function() return body_of(port, "GET", "/some/thing") == "Changed" end))
+    assert.equal("added", body_of(port, "GET", "/added"))
     write("mappings/nested/new.json", '{"request":{"url":"/new"},"response":{"body":"new one"}}')
     assert.truthy(helpers.eventually(function() return body_of(port, "GET", "/new") == "new one" end))
     write("mappings/nested/bad.json", "{broken")
