@@ -44,6 +44,7 @@ struct mp_vm {
   mp_worker *w;
   mp_router *router;
   unsigned refs; /* the worker's, while current, and one per request */
+  uint64_t generation; /* the code version it loaded (mp_reload_status) */
   mp_lua_heap heap;
   int run_ref; /* core.run */
   lua_State *pool[MAX_POOLED];
@@ -205,6 +206,7 @@ mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen) {
   }
   vm->w = w;
   vm->refs = 1;
+  vm->generation = w->shared ? mp_shared_reload(w->shared)->generation : 0;
   vm->router = mp_router_new();
   if (vm->router == NULL) {
     snprintf(err, errlen, "moonport: out of memory");
@@ -301,6 +303,7 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
    * is written first, so a reader that sees the time sees its route. */
   mp_worker_slot *slot = vm->w->slot;
   if (slot != NULL) {
+    slot->generation = vm->generation;
     slot->route = (int32_t)r->match.route->index;
     slot->busy_since_ms = mp_shared_now_ms();
   }

@@ -331,7 +331,10 @@ static void on_patrol(uv_timer_t *t) {
         now - since < m->cfg->handler_timeout_ms)
       continue;
     int32_t route = slot->route;
-    const char *name = route >= 0 && (unsigned)route < m->nroutes
+    /* The master knows the routes of the current code only. */
+    bool current = slot->generation == mp_shared_reload(m->shared)->generation;
+    const char *name = !current ? "a handler of code since reloaded"
+                       : route >= 0 && (unsigned)route < m->nroutes
                            ? m->route_names[route]
                            : "a handler";
     mp_log(MP_LOG_ERROR,

@@ -31,7 +31,8 @@ typedef struct mp_worker_slot {
   volatile int32_t route;          /* index of the route running, or -1 */
   volatile uint64_t busy_since_ms; /* mp_shared_now_ms() when the handler
                                     * was entered; 0 while not in one */
-  char pad[48];
+  volatile uint64_t generation;    /* the code version `route` is of */
+  char pad[40];
 } mp_worker_slot;
 
 /* What the last reloads did, written by the master only and read by the
