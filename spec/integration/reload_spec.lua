@@ -261,6 +261,17 @@ describe("hot reload", function()
     assert.truthy(answers(server.port, "/v", "two"))
   end)
 
+  it("waits --watch-delay after the last change before reloading", function()
+    server = helpers.start(app, { "--watch-delay", "0.6" })
+    local t0 = helpers.now()
+    write(app, app_source("later"))
+    helpers.nap(0.3) -- half the delay: no reload yet
+    assert.equal("one", select(2, get(server.port, "/v")))
+    local took = answers(server.port, "/v", "later")
+    assert.truthy(took, "never reloaded")
+    assert.is_true(helpers.now() - t0 >= 0.6)
+  end)
+
   it("reloads on SIGHUP, and only then with --no-watch", function()
     server = helpers.start(app, { "--no-watch" })
     write(app, app_source("hup"))
