@@ -26,6 +26,10 @@ void *mp_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   size_t growth = nsize > osize ? nsize - osize : 0;
   if (heap->live != NULL && growth > 0 &&
       (*heap->exceeded || *heap->live + (int64_t)growth > (int64_t)heap->limit)) {
+    if (!*heap->exceeded) {
+      heap->refused_size = growth;
+      heap->refused_live = *heap->live + (int64_t)growth;
+    }
     *heap->exceeded = true;
     return NULL;
   }

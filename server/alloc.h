@@ -28,6 +28,10 @@ typedef struct mp_lua_heap {
   int64_t *live;
   uint64_t limit;
   bool *exceeded;
+  /* The first allocation refused since *exceeded was last clear: its
+   * size, and what the holder would have held with it. */
+  uint64_t refused_size;
+  int64_t refused_live;
 } mp_lua_heap;
 
 /* A lua_Alloc; ud is an mp_lua_heap. Never raises. Shrinking and freeing

@@ -244,13 +244,17 @@ static void on_close(uv_handle_t *h) {
   mp_pool_put(&c->w->conn_pool, c);
 }
 
-/* Lets go of the request in progress, whatever its state: a suspended
- * handler is abandoned, never resumed. */
+/* Lets go of the request in progress, whatever its state: a handler still
+ * running goes on without the connection (mp_request_detach), anything
+ * else is released. */
 static void drop_request(mp_conn *c) {
-  if (c->req == NULL) return;
-  mp_request_abort(c->req);
-  mp_request_release(c->req);
+  mp_request *r = c->req;
+  if (r == NULL) return;
   c->req = NULL;
+  if (r->running)
+    mp_request_detach(r);
+  else
+    mp_request_release(r);
 }
 
 static void defer(mp_conn *c) {
@@ -304,6 +308,7 @@ static void conn_close(mp_conn *c) {
     w->conns = c->next;
   if (c->next != NULL) c->next->prev = c->prev;
   w->nconns--;
+  if (w->slot != NULL) w->slot->conns = (int32_t)w->nconns;
   /* A reset is sent by closing with SO_LINGER at zero; the handle closes
    * the same way otherwise. */
   if (!c->reset || uv_tcp_close_reset(&c->tcp, on_close) != 0)
@@ -677,6 +682,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       conn_close(c);
       return;
     }
+    if (handler_running(c) &&
+        (!c->req->body_done || c->req->res != MP_RES_DONE)) {
+      /* A client that closes while its request's body is incomplete, or
+       * before its answer is, has left (nginx's 499): no response is
+       * owed and nothing follows. The handler goes on without the
+       * connection, which ends once what is queued is written. */
+      drop_request(c);
+      c->close_after_flush = true;
+      mp_conn_flush(c);
+      return;
+    }
     conn_process(c);
     return;
   }
@@ -706,6 +722,7 @@ void mp_conn_accept(mp_worker *w) {
   if (w->conns != NULL) w->conns->prev = c;
   w->conns = c;
   w->nconns++;
+  if (w->slot != NULL) w->slot->conns = (int32_t)w->nconns;
   c->last_active = uv_now(w->loop);
   if (w->nconns > w->cfg->max_connections) {
     /* Past the ceiling: accepted, so the client is not left waiting in the

@@ -15,7 +15,8 @@
   XX(NOMEM, -30004, "out of memory")                                         \
   XX(INVALID, -30005, "invalid argument")                                    \
   XX(STATE, -30006, "not allowed in the current state")                      \
-  XX(NOT_FOUND, -30007, "not found")
+  XX(NOT_FOUND, -30007, "not found")                                         \
+  XX(CLOSED, -30008, "the client closed the connection")
 
 enum {
 #define XX(name, code, msg) MP_##name = code,

@@ -158,7 +158,7 @@ int mp_req_read(uint64_t ctx, const char **out) {
 
 int mp_req_remote_addr(uint64_t ctx, const char **out) {
   LOOKUP(r, MP_CTX_REQ);
-  *out = mp_conn_peer_name(r->conn);
+  *out = r->conn != NULL ? mp_conn_peer_name(r->conn) : r->peer;
   if (strcmp(*out, "-") == 0) return MP_NOT_FOUND;
   return (int)strlen(*out);
 }
@@ -191,7 +191,7 @@ int mp_res_send(uint64_t ctx, const char *body, size_t len,
 int mp_res_write(uint64_t ctx, const char *data, size_t len) {
   LOOKUP_RES(r);
   int rc = mp_response_write(r, data, len);
-  if (rc == 0 && r->running &&
+  if (rc == 0 && r->running && r->conn != NULL &&
       mp_conn_unsent(r->conn) > r->w->cfg->write_high_water)
     return mp_request_wait_write(r);
   return rc;
@@ -215,8 +215,12 @@ int mp_res_fault(uint64_t ctx, int kind) {
 int mp_sleep(double ms) {
   mp_request *r = mp_worker_self ? mp_worker_self->current : NULL;
   if (r == NULL) return MP_BAD_CONTEXT;
-  if (!(ms >= 0)) return MP_INVALID;
-  return mp_request_sleep(r, (uint64_t)ms);
+  return mp_request_sleep(r, ms);
+}
+
+int mp_req_abort_told(uint64_t ctx) {
+  LOOKUP(r, MP_CTX_REQ);
+  return r->abort_told;
 }
 
 void mp_lua_file_loaded(const char *path, size_t len) {

@@ -38,9 +38,13 @@ int mp_req_param_count(uint64_t ctx);
 /* Path parameter i: its name (NUL-terminated) and decoded value. */
 int mp_req_param_at(uint64_t ctx, int i, const char **name,
                     const char **value);
-/* The next body bytes (their length), 0 at the end of the body, or
- * MP_AGAIN: the caller must yield, and try again when resumed. */
+/* The next body bytes (their length), 0 at the end of the body,
+ * MP_CLOSED when the client left before sending the rest, or MP_AGAIN:
+ * the caller must yield, and try again when resumed. */
 int mp_req_read(uint64_t ctx, const char **out);
+/* 1 once the handler has been told that its client left (its on_abort
+ * functions have run), else 0. */
+int mp_req_abort_told(uint64_t ctx);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
 /* The trailer fields kept so far, as "name: value\n" lines. */
 int mp_req_trailers(uint64_t ctx, const char **out);
@@ -54,14 +58,15 @@ int mp_res_send(uint64_t ctx, const char *body, size_t len,
                 int json);
 /* Returns MP_AGAIN when the connection holds more than --write-high-water
  * unsent: the data is queued, and the caller must yield until the core
- * resumes it. */
+ * resumes it. MP_CLOSED once the client has gone. */
 int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
 /* kind: MP_FAULT_* (request.h). */
 int mp_res_fault(uint64_t ctx, int kind);
 
-/* Suspends the running handler for ms milliseconds; the caller must yield
- * right after a 0 return. MP_BAD_CONTEXT outside a handler. */
+/* Suspends the running handler for ms milliseconds (capped at 2^53); the
+ * caller must yield right after a 0 return. MP_BAD_CONTEXT outside a
+ * handler, MP_INVALID for a negative or NaN ms. */
 int mp_sleep(double ms);
 
 /* The app loaded the file at path: a worker tells the master, which

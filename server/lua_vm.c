@@ -47,6 +47,7 @@ struct mp_vm {
   uint64_t generation; /* the code version it loaded (mp_reload_status) */
   mp_lua_heap heap;
   int run_ref; /* core.run */
+  void *wait_marker; /* core.WAIT: what a handler waiting on the core yields */
   lua_State *pool[MAX_POOLED];
   int pool_refs[MAX_POOLED];
   unsigned npool;
@@ -153,6 +154,9 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
   }
   lua_pushlightuserdata(L, &done_marker);
   lua_setfield(L, -2, "DONE");
+  lua_getfield(L, -1, "WAIT");
+  vm->wait_marker = lua_touserdata(L, -1); /* held by core; never moves */
+  lua_pop(L, 1);
   lua_getfield(L, -1, "run");
   vm->run_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "track_loads");
@@ -229,10 +233,33 @@ mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen) {
   vm->heap.in_use = (size_t)lua_gc(vm->L, LUA_GCCOUNT, 0) * 1024 +
                     (size_t)lua_gc(vm->L, LUA_GCCOUNTB, 0);
   lua_setallocf(vm->L, mp_lua_alloc, &vm->heap);
-  vm->heap.limit = w->cfg->request_memory_limit;
+  /* Loading counts like a request, against --load-memory-limit: a script
+   * that builds gigabytes while it loads fails its load. */
+  uint64_t load_bytes = 0;
+  int64_t load_live = 0;
+  bool load_exceeded = false;
+  vm->heap.charge = &load_bytes;
+  vm->heap.live = &load_live;
+  vm->heap.exceeded = &load_exceeded;
+  vm->heap.limit = w->cfg->load_memory_limit;
   luaL_openlibs(vm->L);
   set_path(vm->L, app);
-  if (load_app(vm, app, err, errlen) != 0) goto err;
+  int rc = load_app(vm, app, err, errlen);
+  vm->heap.charge = NULL;
+  vm->heap.live = NULL;
+  vm->heap.exceeded = NULL;
+  vm->heap.limit = w->cfg->request_memory_limit;
+  if (load_exceeded) {
+    snprintf(err, errlen,
+             "%s: loading needs more than --load-memory-limit (%zu bytes): "
+             "an allocation of %llu bytes would have made it hold %lld",
+             w->cfg->mock_dir ? w->cfg->mock_dir : app,
+             w->cfg->load_memory_limit,
+             (unsigned long long)vm->heap.refused_size,
+             (long long)vm->heap.refused_live);
+    goto err;
+  }
+  if (rc != 0) goto err;
   return vm;
 
 err:
@@ -277,21 +304,22 @@ static void log_failure(mp_vm *vm, mp_request *r, const char *msg) {
   error_line(vm->error, sizeof vm->error, msg);
 }
 
-/* Resumes r's coroutine with the nargs values on its stack. */
 /* A handler went past its memory limit: log it, and give the garbage it
  * left back to the system so the heap returns to where it was. */
 static void over_limit(mp_vm *vm, mp_request *r) {
-  char msg[160];
+  char msg[200];
   snprintf(msg, sizeof msg,
-           "request memory limit exceeded: %lld bytes held (%llu allocated), "
-           "limit %llu",
-           (long long)r->lua_live, (unsigned long long)r->lua_bytes,
+           "request memory limit exceeded: an allocation of %llu bytes would "
+           "have made it hold %lld bytes, past --request-memory-limit (%llu)",
+           (unsigned long long)vm->heap.refused_size,
+           (long long)vm->heap.refused_live,
            (unsigned long long)vm->heap.limit);
   log_failure(vm, r, msg);
   vm->w->stats.memory_limit_hits++;
   lua_gc(vm->L, LUA_GCCOLLECT, 0);
 }
 
+/* Resumes r's coroutine with the nargs values on its stack. */
 static int resume(mp_vm *vm, mp_request *r, int nargs) {
   lua_State *co = r->co;
   vm->w->current = r;
@@ -331,7 +359,8 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
     }
     return ok ? MP_VM_DONE : MP_VM_FAILED;
   }
-  if (st == LUA_YIELD && r->wait != MP_WAIT_NONE) {
+  if (st == LUA_YIELD && r->wait != MP_WAIT_NONE && lua_gettop(co) == 1 &&
+      lua_touserdata(co, 1) == vm->wait_marker) {
     lua_settop(co, 0);
     return MP_VM_WAITING;
   }
@@ -364,7 +393,17 @@ int mp_vm_start(mp_vm *vm, mp_request *r, int handler) {
   return resume(vm, r, 3);
 }
 
-int mp_vm_resume(mp_vm *vm, mp_request *r) { return resume(vm, r, 0); }
+int mp_vm_resume(mp_vm *vm, mp_request *r) {
+  /* The wait answers whether the client has just gone (told once, with
+   * the request, so that its on_abort functions run). */
+  if (r->aborted && !r->abort_told) {
+    r->abort_told = true;
+    lua_pushboolean(r->co, 1);
+    lua_pushnumber(r->co, (lua_Number)mp_request_ctx(r, MP_CTX_REQ));
+    return resume(vm, r, 2);
+  }
+  return resume(vm, r, 0);
+}
 
 void mp_vm_abandon(mp_vm *vm, mp_request *r) {
   if (r->co != NULL) drop(vm, r);

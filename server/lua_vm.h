@@ -6,7 +6,9 @@
  * never unwinds through C frames. A handler runs inside the runner of
  * lua/moonport/core.lua, which catches its errors with a traceback and
  * yields a DONE marker when it returns; the coroutine then goes back to the
- * pool. A coroutine that is abandoned mid-handler (its connection closed)
+ * pool. A handler waits by yielding core.WAIT from any depth of user
+ * coroutines (core.lua routes their resumes). A coroutine that is
+ * abandoned mid-handler (stopped after its client left, or at shutdown)
  * is left to the garbage collector, never resumed.
  */
 #ifndef MP_LUA_VM_H
@@ -19,7 +21,7 @@
 enum {
   MP_VM_DONE = 0,    /* the handler returned */
   MP_VM_FAILED = 1,  /* it raised (logged; see mp_vm_error) */
-  MP_VM_WAITING = 2  /* it is suspended in moonport.sleep */
+  MP_VM_WAITING = 2  /* it is suspended in a wait (sleep, read, write) */
 };
 
 /* Creates the VM, loads `app` and builds its router. The VM starts with
@@ -45,7 +47,8 @@ unsigned mp_vm_release(mp_vm *vm);
 
 /* Runs the handler (a registry reference) for r. Returns MP_VM_*. */
 int mp_vm_start(mp_vm *vm, mp_request *r, int handler);
-/* Resumes r's suspended handler. Returns MP_VM_*. */
+/* Resumes r's suspended handler; its wait returns true, the request's
+ * context when the client has just gone (told once). Returns MP_VM_*. */
 int mp_vm_resume(mp_vm *vm, mp_request *r);
 /* Drops r's suspended coroutine without resuming it. */
 void mp_vm_abandon(mp_vm *vm, mp_request *r);

@@ -6,7 +6,9 @@
  * mp_response_send appends head and body in one go; mp_response_write
  * appends the head on first use, then each piece with its chunk framing.
  * Nothing here writes to the socket or closes the connection; the
- * connection does that when control returns to it.
+ * connection does that when control returns to it. Once a request is
+ * detached (its client gone) the response functions still keep its state
+ * straight, but write nothing.
  */
 #define _GNU_SOURCE /* memmem */
 #include "request.h"
@@ -58,6 +60,8 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
     w->reqs[w->nreqs++] = r;
   }
   r->conn = c;
+  r->live = true;
+  r->aborted = r->abort_told = false;
   r->msg.fields = r->fields;
   r->status = 200;
   r->reason_len = 0;
@@ -81,15 +85,20 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
   return r;
 }
 
+static void unlink_detached(mp_request *r);
+
 void mp_request_release(mp_request *r) {
   mp_worker *w = r->w;
+  if (r->live && r->conn == NULL) unlink_detached(r);
   r->gen++;
   r->conn = NULL;
+  r->live = false;
   if (r->vm != NULL) {
     mp_worker_release_vm(w, r->vm);
     r->vm = NULL;
   }
   if (r->body.cap > KEEP_BODY) mp_buf_release(&r->body);
+  if (r->saved_head.cap > 0) mp_buf_release(&r->saved_head);
   if (r->headers.cap > KEEP_HEADERS) mp_buf_release(&r->headers);
   if (r->trailers.cap > KEEP_HEADERS) mp_buf_release(&r->trailers);
   w->free_slots[w->nfree_slots++] = r->slot;
@@ -113,11 +122,7 @@ mp_request *mp_request_from_ctx(uint64_t ctx, int kind) {
   uint32_t gen = (uint32_t)((ctx >> 17) & CTX_GEN_MASK);
   if (slot >= w->nreqs) return NULL;
   mp_request *r = w->reqs[slot];
-  return (r->gen & CTX_GEN_MASK) == gen && r->conn != NULL ? r : NULL;
-}
-
-void mp_request_close_all(mp_worker *w) {
-  for (uint32_t i = 0; i < w->nreqs; i++) uv_timer_stop(&w->reqs[i]->timer);
+  return (r->gen & CTX_GEN_MASK) == gen && r->live ? r : NULL;
 }
 
 static void free_on_close(uv_handle_t *h) { free(h->data); }
@@ -128,6 +133,7 @@ void mp_request_free_all(mp_worker *w) {
     mp_buf_release(&r->body);
     mp_buf_release(&r->headers);
     mp_buf_release(&r->trailers);
+    mp_buf_release(&r->saved_head);
     uv_close((uv_handle_t *)&r->timer, free_on_close);
   }
   free(w->reqs);
@@ -237,6 +243,10 @@ int mp_response_header(mp_request *r, const char *name, size_t nlen,
 int mp_response_send(mp_request *r, const char *body, size_t len,
                      const char *content_type) {
   if (r->res != MP_RES_NEW) return MP_STATE;
+  if (r->conn == NULL) { /* the client has gone: nobody to send it to */
+    r->res = MP_RES_DONE;
+    return 0;
+  }
   if (write_head(r, content_type, (int64_t)len) != 0) return MP_NOMEM;
   r->res = MP_RES_DONE;
   if (r->head_only || !body_allowed(r->status) || len == 0) return 0;
@@ -252,7 +262,7 @@ static void length_mismatch(mp_request *r, const char *what) {
          llhttp_method_name((llhttp_method_t)route->method), route->pattern,
          what, (long long)r->declared, (long long)r->sent);
   r->keep_alive = false;
-  mp_conn_close_after_flush(r->conn);
+  if (r->conn != NULL) mp_conn_close_after_flush(r->conn);
 }
 
 static int start_stream(mp_request *r) {
@@ -275,6 +285,7 @@ static int start_stream(mp_request *r) {
 
 int mp_response_write(mp_request *r, const char *data, size_t len) {
   if (r->res == MP_RES_DONE) return MP_STATE;
+  if (r->conn == NULL) return MP_CLOSED;
   if (r->res == MP_RES_NEW && start_stream(r) != 0) return MP_NOMEM;
   if (len == 0) return 0; /* an empty chunk would end the body */
   if (r->length_set && r->sent + (int64_t)len > r->declared) {
@@ -299,6 +310,7 @@ int mp_response_finish(mp_request *r) {
   if (r->res == MP_RES_DONE) return 0;
   if (r->res == MP_RES_NEW) return mp_response_send(r, "", 0, TEXT_PLAIN);
   r->res = MP_RES_DONE;
+  if (r->conn == NULL) return 0;
   if (r->chunked) return mp_buf_append(mp_conn_out(r->conn), "0\r\n\r\n", 5);
   if (r->length_set && r->sent < r->declared)
     length_mismatch(r, "finished short of its declared length");
@@ -311,6 +323,10 @@ int mp_response_fault(mp_request *r, int kind) {
       "lskdu018973t09sylgasjkfg1][]'./.sdlv";
   if (r->res != MP_RES_NEW) return MP_STATE;
   if (kind < MP_FAULT_RESET || kind > MP_FAULT_RANDOM_DATA) return MP_INVALID;
+  if (r->conn == NULL) {
+    r->res = MP_RES_DONE;
+    return 0;
+  }
   mp_buf *out = mp_conn_out(r->conn);
   int rc = 0;
   if (kind == MP_FAULT_MALFORMED_CHUNK) {
@@ -362,6 +378,11 @@ int mp_response_error_to(mp_worker *w, mp_buf *out, int status,
 
 static void send_error(mp_request *r, int status, const char *text,
                        const char *extra, size_t extra_len) {
+  if (r->conn == NULL) {
+    r->res = MP_RES_DONE;
+    r->status = status;
+    return;
+  }
   if (r->res != MP_RES_NEW) {
     /* Part of another response is out already: all we can do is end the
      * connection so the client sees it was cut short. */
@@ -403,7 +424,7 @@ static bool settle(mp_request *r, int outcome) {
   }
   if (r->res != MP_RES_DONE && mp_response_finish(r) != 0) {
     r->keep_alive = false;
-    mp_conn_close_after_flush(r->conn);
+    if (r->conn != NULL) mp_conn_close_after_flush(r->conn);
   }
   return true;
 }
@@ -485,15 +506,28 @@ void mp_request_account(mp_request *r) {
                      (int)(r->msg.target.len < 400 ? r->msg.target.len : 400),
                      r->head + r->msg.target.off, r->msg.http_minor);
     uint64_t bytes = r->head_only ? 0 : r->body_bytes + (uint64_t)r->sent;
-    mp_access_log(mp_conn_peer_name(r->conn), line, (size_t)n, r->status,
-                  bytes, (double)ns / 1e9, r->lua_bytes, r->c_bytes);
+    /* A request whose client left before its response was complete is
+     * logged as 499, as nginx does. */
+    mp_access_log(r->conn ? mp_conn_peer_name(r->conn) : r->peer, line,
+                  (size_t)n, r->aborted ? 499 : r->status, bytes,
+                  (double)ns / 1e9, r->lua_bytes, r->c_bytes);
   }
 }
 
-int mp_request_sleep(mp_request *r, uint64_t ms) {
+int mp_request_sleep(mp_request *r, double ms) {
   if (!r->running || r->wait != MP_WAIT_NONE) return MP_STATE;
+  if (!(ms >= 0)) return MP_INVALID; /* NaN too */
+  /* A double past 2^64 has no integer to convert to (undefined in C). */
+  if (ms > MP_SLEEP_MAX_MS) ms = MP_SLEEP_MAX_MS;
   r->wait = MP_WAIT_SLEEP;
-  return uv_timer_start(&r->timer, on_sleep_timer, ms, 0);
+  return uv_timer_start(&r->timer, on_sleep_timer, (uint64_t)ms, 0);
+}
+
+static void finish_detached(mp_request *r) {
+  mp_worker *w = r->w;
+  mp_request_account(r);
+  mp_request_release(r);
+  mp_worker_conn_closed(w); /* a draining worker may be done now */
 }
 
 void mp_request_wake(mp_request *r) {
@@ -502,10 +536,13 @@ void mp_request_wake(mp_request *r) {
   mp_c_charge = &r->c_bytes;
   bool over = settle(r, mp_vm_resume(r->vm, r));
   mp_c_charge = NULL;
-  if (over)
+  if (c == NULL) {
+    if (over) finish_detached(r);
+  } else if (over) {
     mp_conn_request_done(c);
-  else
+  } else {
     mp_conn_process(c); /* its body may need parsing, its output writing */
+  }
 }
 
 static void on_sleep_timer(uv_timer_t *t) { mp_request_wake(t->data); }
@@ -568,6 +605,7 @@ int mp_request_read(mp_request *r, const char **out) {
     return n;
   }
   if (r->body_done) return 0;
+  if (r->conn == NULL) return MP_CLOSED;
   if (r->msg.expect_continue && r->res == MP_RES_NEW) {
     if (mp_conn_continue(r->conn) != 0) return MP_NOMEM;
     r->msg.expect_continue = false;
@@ -577,9 +615,82 @@ int mp_request_read(mp_request *r, const char **out) {
   return MP_AGAIN;
 }
 
-void mp_request_abort(mp_request *r) {
-  if (!r->running) return;
+/* ---- Requests whose client has gone ---- */
+
+static void unlink_detached(mp_request *r) {
+  mp_worker *w = r->w;
+  if (r->detached_prev != NULL)
+    r->detached_prev->detached_next = r->detached_next;
+  else
+    w->detached = r->detached_next;
+  if (r->detached_next != NULL)
+    r->detached_next->detached_prev = r->detached_prev;
+  r->detached_prev = r->detached_next = NULL;
+  w->ndetached--;
+}
+
+void mp_request_detach(mp_request *r) {
+  mp_worker *w = r->w;
+  mp_conn *c = r->conn;
+  /* The head lives in the connection's read buffer, which goes with the
+   * connection; the handler may still read the method, path or headers. */
+  if (mp_buf_append(&r->saved_head, r->head, r->msg.head_len) == 0) {
+    r->head = r->saved_head.data;
+  } else {
+    r->msg.nfields = 0; /* out of memory: better no headers than freed ones */
+    r->msg.target = r->msg.path = r->msg.query = r->msg.authority =
+        (mp_span){0, 0};
+    r->head = "";
+  }
+  snprintf(r->peer, sizeof r->peer, "%s", mp_conn_peer_name(c));
+  r->conn = NULL;
+  r->aborted = r->res != MP_RES_DONE;
+  r->detached_at = uv_now(w->loop);
+  r->detached_prev = NULL;
+  r->detached_next = w->detached;
+  if (w->detached != NULL) w->detached->detached_prev = r;
+  w->detached = r;
+  w->ndetached++;
+  /* Waits on the client end now; so does a sleep when the handler still
+   * owes an answer, so that it learns at once that nobody waits for it.
+   * The handler resumes on the next loop turn, not from inside the
+   * connection's close. */
+  bool on_client = r->wait == MP_WAIT_BODY || r->wait == MP_WAIT_WRITE;
+  if (on_client || (r->aborted && r->wait == MP_WAIT_SLEEP)) {
+    r->wait = MP_WAIT_CLOSED;
+    uv_timer_start(&r->timer, on_sleep_timer, 0, 0);
+  }
+}
+
+/* Ends a detached handler without resuming it. */
+static void stop_detached(mp_request *r) {
   uv_timer_stop(&r->timer);
   r->wait = MP_WAIT_NONE;
   mp_vm_abandon(r->vm, r);
+  finish_detached(r);
+}
+
+void mp_request_sweep(mp_worker *w) {
+  uint64_t now = uv_now(w->loop);
+  uint64_t grace = w->cfg->shutdown_timeout_ms;
+  mp_request *r = w->detached;
+  while (r != NULL) {
+    mp_request *next = r->detached_next;
+    /* Only a waiting handler can be stopped; one running is on the stack. */
+    if (now - r->detached_at >= grace && r->wait != MP_WAIT_NONE &&
+        w->current != r) {
+      const mp_route *route = r->match.route;
+      mp_log(MP_LOG_WARN, "%s %s: handler stopped %.1f s after its client "
+             "left (--shutdown-timeout)",
+             llhttp_method_name((llhttp_method_t)route->method),
+             route->pattern, (double)(now - r->detached_at) / 1000.0);
+      stop_detached(r);
+    }
+    r = next;
+  }
+}
+
+void mp_request_close_all(mp_worker *w) {
+  while (w->detached != NULL) stop_detached(w->detached);
+  for (uint32_t i = 0; i < w->nreqs; i++) uv_timer_stop(&w->reqs[i]->timer);
 }

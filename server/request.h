@@ -6,6 +6,16 @@
  * (slot, generation). Releasing a request bumps its generation, so every
  * later call from a stale req/res object fails with MP_BAD_CONTEXT ("request
  * already finished") instead of reaching the next request.
+ *
+ * A request normally lives inside its connection. When the client goes
+ * away while the handler is still running, the request is detached: the
+ * connection closes and is freed at once, and the request lives on, on the
+ * worker's detached list, until its handler returns. A detached request
+ * whose response was not complete is aborted: the handler's wait in
+ * progress ends at once with "closed" (after its on_abort functions run),
+ * waits on the client fail from then on, and whatever it answers goes
+ * nowhere. A detached handler that is still running --shutdown-timeout
+ * later is stopped where it waits.
  */
 #ifndef MP_REQUEST_H
 #define MP_REQUEST_H
@@ -24,7 +34,8 @@ typedef enum {
   MP_WAIT_NONE,
   MP_WAIT_SLEEP, /* moonport.sleep: its timer */
   MP_WAIT_WRITE, /* res:write: the client to catch up */
-  MP_WAIT_BODY   /* req:read: more of the body */
+  MP_WAIT_BODY,  /* req:read: more of the body */
+  MP_WAIT_CLOSED /* the client has gone: resumed on the next loop turn */
 } mp_wait;
 
 typedef enum {
@@ -37,7 +48,14 @@ struct mp_request {
   uint32_t slot;
   uint32_t gen;
   mp_worker *w;
-  mp_conn *conn;
+  mp_conn *conn;    /* NULL once detached */
+  bool live;        /* acquired and not yet released */
+  bool aborted;     /* the client left before the response was complete */
+  bool abort_told;  /* and the handler has been told */
+  mp_request *detached_prev; /* on the worker's detached list */
+  mp_request *detached_next;
+  uint64_t detached_at;      /* loop time it was detached */
+  char peer[48];             /* the client's address, kept when detached */
   const char *head; /* first byte of the message in the connection's buffer */
 
   mp_http1_msg msg;
@@ -49,6 +67,7 @@ struct mp_request {
   bool draining;      /* the handler is done: the rest of the body is dropped */
   bool continue_sent; /* 100 Continue went out */
   mp_buf trailers;    /* "name: value\n" for each trailer field kept */
+  mp_buf saved_head;  /* a copy of the head, once detached */
   size_t trailer_start; /* where the field being parsed begins in it */
   bool in_trailer;      /* a trailer field is being parsed */
   bool trailer_value;   /* and its value has begun */
@@ -115,8 +134,10 @@ mp_request *mp_request_from_ctx(uint64_t ctx, int kind);
 bool mp_request_start(mp_request *r);
 
 /* Suspends r's handler for ms milliseconds (moonport.sleep); the handler
- * must yield next. Returns 0 or MP_STATE when r is not running. */
-int mp_request_sleep(mp_request *r, uint64_t ms);
+ * must yield next. ms is capped at MP_SLEEP_MAX_MS. Returns 0, MP_STATE
+ * when r is not running, or MP_INVALID for a negative or NaN ms. */
+#define MP_SLEEP_MAX_MS 9007199254740992.0 /* 2^53: about 285,000 years */
+int mp_request_sleep(mp_request *r, double ms);
 
 /* The request is over (its response complete): counts it in the stats and
  * the access log. */
@@ -128,9 +149,10 @@ void mp_request_account(mp_request *r);
 int mp_request_wait_write(mp_request *r);
 
 /* The next body bytes for the handler: their length (valid until the
- * next parse), 0 at the end of the body, or MP_AGAIN: none yet, and the
- * caller must yield until the core resumes it. The first wait sends 100
- * Continue when the client asked for it. */
+ * next parse), 0 at the end of the body, MP_CLOSED when the client has
+ * gone before sending the rest, or MP_AGAIN: none yet, and the caller must
+ * yield until the core resumes it. The first wait sends 100 Continue when
+ * the client asked for it. */
 int mp_request_read(mp_request *r, const char **out);
 
 /* A piece of a trailer field from the parser (MP_H1_TRAILER_*). Fields
@@ -140,10 +162,17 @@ int mp_request_trailer(mp_request *r, int what, const char *p, size_t n);
 /* Resumes r's handler after its wait is over. Runs Lua. */
 void mp_request_wake(mp_request *r);
 
-/* Abandons r's handler if it is suspended (its connection is closing). */
-void mp_request_abort(mp_request *r);
+/* r's connection is closing while its handler still runs: r goes on
+ * without it (see above). Never runs Lua: an aborted handler is resumed on
+ * a later loop turn. */
+void mp_request_detach(mp_request *r);
 
-/* Shutdown: stops every sleeping handler's timer. */
+/* Stops the detached handlers that have had --shutdown-timeout since their
+ * client left; the worker calls it once a second. */
+void mp_request_sweep(mp_worker *w);
+
+/* Shutdown: stops every detached handler and every sleeping handler's
+ * timer. */
 void mp_request_close_all(mp_worker *w);
 /* Frees every request record; call once the loop has stopped. */
 void mp_request_free_all(mp_worker *w);
@@ -160,6 +189,8 @@ int mp_response_header(mp_request *r, const char *name, size_t nlen,
 /* The whole body; content_type is used unless the handler set one. */
 int mp_response_send(mp_request *r, const char *body, size_t len,
                      const char *content_type);
+/* A piece of a streamed body. Returns 0, MP_STATE, MP_NOMEM, or MP_CLOSED
+ * once the client has gone. */
 int mp_response_write(mp_request *r, const char *data, size_t len);
 int mp_response_finish(mp_request *r);
 

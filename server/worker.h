@@ -65,6 +65,8 @@ typedef struct mp_worker {
   uint32_t *free_slots;
   uint32_t nfree_slots;
   mp_request *current; /* whose handler is running now, or NULL */
+  mp_request *detached; /* requests whose client has gone, handler running */
+  unsigned ndetached;
 
   /* Scratch space FFI getters decode into; Lua copies out at once. */
   char *scratch;
@@ -120,7 +122,8 @@ void mp_worker_destroy(mp_worker *w);
 /* The idle callback that gives deferred connections their next turn. */
 void mp_worker_on_turn(uv_idle_t *h);
 
-/* A connection closed while the worker drains: stop once none is left. */
+/* A connection closed, or a detached request ended, while the worker
+ * drains: stop once none of either is left. */
 void mp_worker_conn_closed(mp_worker *w);
 
 /* The current Date line. Cheap: formats at most once per second. */

@@ -21,6 +21,7 @@ local cjson = require("cjson")
 local C = ffi.C
 local type, tostring, error = type, tostring, error
 local ffi_string = ffi.string
+local co_create, co_resume = coroutine.create, coroutine.resume
 local yield = coroutine.yield
 local concat = table.concat
 local xpcall, traceback = xpcall, debug.traceback
@@ -39,6 +40,7 @@ int mp_req_param_count(uint64_t ctx);
 int mp_req_param_at(uint64_t ctx, int i, const char **name,
                     const char **value);
 int mp_req_read(uint64_t ctx, const char **out);
+int mp_req_abort_told(uint64_t ctx);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
 int mp_req_trailers(uint64_t ctx, const char **out);
 int mp_res_status(uint64_t ctx, int status);
@@ -76,6 +78,7 @@ void mp_store_flush(void);
 -- of every loaded library, and that is startup's work, not a request's.
 local mp_req_header = C.mp_req_header
 local mp_req_read = C.mp_req_read
+local mp_req_abort_told = C.mp_req_abort_told
 local mp_req_header_at = C.mp_req_header_at
 local mp_req_header_count = C.mp_req_header_count
 local mp_req_method = C.mp_req_method
@@ -114,6 +117,7 @@ local MP_NOMEM = -30004
 local MP_INVALID = -30005
 local MP_STATE = -30006
 local MP_NOT_FOUND = -30007
+local MP_CLOSED = -30008
 
 local core = {}
 
@@ -132,6 +136,112 @@ local function fail(rc, what)
     error(what .. ": out of memory", 3)
   end
   error(what .. ": failed (" .. tostring(rc) .. ")", 3)
+end
+
+-- The lowest context value (server/request.c): req and res are at least
+-- this, so a method called with '.' finds its first argument is not one.
+local CTX_TAG = 2^38
+
+--- Raises for a req or res method called with '.' instead of ':',
+-- blaming the handler's line.
+local function check_self(self, name)
+  if type(self) ~= "number" or self < CTX_TAG then
+    error(name .. ": called with '.' instead of ':'", 3)
+  end
+end
+
+-- Waiting ------------------------------------------------------------------
+
+--- What a handler yields to wait on the core: server/lua_vm.c resumes the
+-- request's coroutine when the wait is over, and knows this value by its
+-- address.
+local WAIT = newproxy()
+core.WAIT = WAIT
+
+local on_error
+
+-- Values kept in Lua for a request while its handler runs: the body read
+-- whole (so that req:body() answers the same every time it is asked) and
+-- the on_abort functions. core.run drops a request's entries when its
+-- handler returns; a handler stopped mid-way never gets there, so once
+-- more than 64 are kept, those of requests that are over are swept.
+local bodies, aborts = {}, {}
+local kept = 0
+
+local function sweep_kept()
+  for _, t in ipairs({ bodies, aborts }) do
+    for ctx in pairs(t) do
+      if mp_req_method(ctx, out) < 0 then
+        t[ctx] = nil
+        kept = kept - 1
+      end
+    end
+  end
+end
+
+local function keep(t, ctx, value)
+  if t[ctx] == nil then
+    if kept >= 64 then sweep_kept() end
+    kept = kept + 1
+  end
+  t[ctx] = value
+end
+
+local function drop(t, ctx)
+  if t[ctx] ~= nil then
+    t[ctx] = nil
+    kept = kept - 1
+  end
+end
+
+-- Runs the on_abort functions of the request ctx, once, each protected.
+local function run_aborts(ctx)
+  local fns = aborts[ctx]
+  if fns == nil then return end
+  drop(aborts, ctx)
+  for i = 1, #fns do
+    local ok, err = xpcall(fns[i], on_error)
+    if not ok then core.log("error", "on_abort function failed: " .. tostring(err)) end
+  end
+end
+
+--- Suspends the running request until the core resumes it, whatever
+-- depth of user coroutines this runs in. Returns true, or false when the
+-- client has just gone (after the request's on_abort functions ran).
+local function suspend()
+  local gone, ctx = yield(WAIT)
+  if gone then
+    run_aborts(ctx)
+    return false
+  end
+  return true
+end
+
+-- A wait inside a coroutine the handler made must suspend the whole
+-- request, not that coroutine alone: so coroutine.resume and
+-- coroutine.wrap pass a WAIT yield on up to the handler's own coroutine,
+-- and hand the core's answer back down when the request is resumed
+-- (OpenResty routes user coroutines through its scheduler for the same
+-- reason). Any other yield is the user's own and works as plain Lua.
+local function relay(co, ok, ...)
+  if ok and (...) == WAIT then
+    return relay(co, co_resume(co, yield(WAIT)))
+  end
+  return ok, ...
+end
+
+local function unwrap(ok, ...)
+  if ok then return ... end
+  error((...), 0)
+end
+
+function coroutine.resume(co, ...)
+  return relay(co, co_resume(co, ...))
+end
+
+function coroutine.wrap(f)
+  local co = co_create(f)
+  return function(...) return unwrap(relay(co, co_resume(co, ...))) end
 end
 
 -- The request ------------------------------------------------------------
@@ -179,6 +289,7 @@ end
 -- Names are case-insensitive; a repeated field's values are joined by ", ".
 -- @usage local ua = req:header("User-Agent")
 function req_methods.header(self, name)
+  check_self(self, "req:header")
   if type(name) ~= "string" then error("req:header: name must be a string", 2) end
   local n = mp_req_header(self, name, #name, out)
   if n == MP_NOT_FOUND then return nil end
@@ -189,6 +300,7 @@ end
 --- All request headers as a table of lower-case names to values.
 -- @usage for name, value in pairs(req:headers()) do ... end
 function req_methods.headers(self)
+  check_self(self, "req:headers")
   local count = mp_req_header_count(self)
   if count < 0 then fail(count, "req:headers") end
   local headers = {}
@@ -206,6 +318,7 @@ end
 --- A query parameter, percent-decoded with '+' as a space, or nil.
 -- @usage local q = req:query("q")
 function req_methods.query(self, name)
+  check_self(self, "req:query")
   if type(name) ~= "string" then error("req:query: name must be a string", 2) end
   local n = mp_req_query(self, name, #name, out)
   if n == MP_NOT_FOUND then return nil end
@@ -213,67 +326,101 @@ function req_methods.query(self, name)
   return ffi_string(out[0], n)
 end
 
---- The next piece of the request body as it arrives, or nil at its end.
--- Waits (other requests go on) while none has come; the first wait sends
--- 100 Continue to a client that asked for it.
--- @usage local piece = req:read()
-function req_methods.read(self)
+local function read(self)
   while true do
     local n = mp_req_read(self, out)
     if n > 0 then return ffi_string(out[0], n) end
     if n == 0 then return nil end
     if n == MP_AGAIN then
-      yield()
+      if not suspend() then return nil, "closed" end
+    elseif n == MP_CLOSED then
+      return nil, "closed"
     else
       fail(n, "req:read")
     end
   end
 end
 
---- Iterates over the pieces of the request body as they arrive.
+--- The next piece of the request body as it arrives, or nil at its end;
+-- nil, "closed" when the client left before sending the rest. Waits
+-- (other requests go on) while none has come; the first wait sends 100
+-- Continue to a client that asked for it.
+-- @usage local piece, err = req:read()
+function req_methods.read(self)
+  check_self(self, "req:read")
+  return read(self)
+end
+
+--- Iterates over the pieces of the request body as they arrive (the loop
+-- also ends when the client leaves; req:read says which).
 -- @usage for piece in req:chunks() do sink(piece) end
 function req_methods.chunks(self)
-  return function() return self:read() end
+  check_self(self, "req:chunks")
+  return function() return (read(self)) end
+end
+
+local function body_closed()
+  error("req:body: the client closed the connection before sending the "
+        .. "whole body", 3)
 end
 
 --- The request body as a string ("" when there is none): the whole body,
--- or what is left of it after req:read.
+-- or what is left of it after req:read; asked again, the same string.
+-- Raises when the client leaves before sending all of it.
 -- @usage local raw = req:body()
--- Bodies already read whole, by request, so that req:body() gives the same
--- answer every time it is asked (a mock stub's matcher and its response
--- both ask). Dropped when the handler returns (core.run).
-local bodies, nbodies = {}, 0
-
 function req_methods.body(self)
+  check_self(self, "req:body")
   local cached = bodies[self]
   if cached ~= nil then return cached end
   local body
-  local first = self:read()
+  local first, err = read(self)
+  if err then body_closed() end
   if first == nil then
     body = ""
   else
-    local second = self:read()
+    local second
+    second, err = read(self)
+    if err then body_closed() end
     if second == nil then
       body = first
     else
       local parts = { first, second }
-      for piece in self:chunks() do parts[#parts + 1] = piece end
+      while true do
+        local piece
+        piece, err = read(self)
+        if err then body_closed() end
+        if piece == nil then break end
+        parts[#parts + 1] = piece
+      end
       body = concat(parts)
     end
   end
-  -- A handler abandoned mid-way (its client went) never reaches core.run's
-  -- cleanup: now and then, drop what belongs to requests that are over.
-  if nbodies >= 64 then
-    for ctx in pairs(bodies) do
-      if mp_req_method(ctx, out) < 0 then
-        bodies[ctx] = nil
-        nbodies = nbodies - 1
-      end
-    end
-  end
-  bodies[self] = body
-  nbodies = nbodies + 1
+  keep(bodies, self, body)
   return body
+end
+
+--- Calls fn once, in the handler's context, when the client goes away
+-- before the response is complete: the wait in progress then returns
+-- nil, "closed" after fn has run. Called after the client has gone, fn
+-- runs at once. Several functions run in the order given. Returns true.
+-- @usage req:on_abort(function() moonport.shared:incr("online", -1) end)
+function req_methods.on_abort(self, fn)
+  check_self(self, "req:on_abort")
+  if type(fn) ~= "function" then error("req:on_abort: fn must be a function", 2) end
+  local told = mp_req_abort_told(self)
+  if told < 0 then fail(told, "req:on_abort") end
+  if told == 1 then
+    local ok, err = xpcall(fn, on_error)
+    if not ok then core.log("error", "on_abort function failed: " .. tostring(err)) end
+    return true
+  end
+  local fns = aborts[self]
+  if fns == nil then
+    fns = {}
+    keep(aborts, self, fns)
+  end
+  fns[#fns + 1] = fn
+  return true
 end
 
 --- The trailer fields of a chunked body, as a table of lower-case names
@@ -282,6 +429,7 @@ end
 -- never there.
 -- @usage for piece in req:chunks() do end; local sum = req:trailers()["x-checksum"]
 function req_methods.trailers(self)
+  check_self(self, "req:trailers")
   local n = mp_req_trailers(self, out)
   if n < 0 then fail(n, "req:trailers") end
   local fields = {}
@@ -295,6 +443,7 @@ end
 --- The body decoded as JSON; nil and a message when it is not JSON.
 -- @usage local doc, err = req:json()
 function req_methods.json(self)
+  check_self(self, "req:json")
   local ok, value = pcall(cjson.decode, self:body())
   if not ok then return nil, "invalid JSON: " .. tostring(value) end
   return value
@@ -308,6 +457,7 @@ local Res = {}
 -- own instead of the standard one; returns res.
 -- @usage res:status(201):json({id = id})
 function Res:status(code, reason)
+  check_self(self, "res:status")
   if type(code) ~= "number" or code % 1 ~= 0 then
     error("res:status: code must be an integer", 2)
   end
@@ -328,6 +478,7 @@ end
 --- Adds a response header (repeated names stay repeated); returns res.
 -- @usage res:header("Set-Cookie", "a=1"):header("Set-Cookie", "b=2")
 function Res:header(name, value)
+  check_self(self, "res:header")
   if type(name) ~= "string" then error("res:header: name must be a string", 2) end
   if type(value) == "number" then value = tostring(value) end
   if type(value) ~= "string" then error("res:header: value must be a string", 2) end
@@ -345,6 +496,7 @@ end
 -- set); returns res.
 -- @usage res:send("Hello, World!")
 function Res:send(body)
+  check_self(self, "res:send")
   if body == nil then body = "" end
   if type(body) == "number" then body = tostring(body) end
   if type(body) ~= "string" then error("res:send: body must be a string", 2) end
@@ -356,6 +508,7 @@ end
 --- Sends value encoded as JSON (application/json); returns res.
 -- @usage res:json({ok = true})
 function Res:json(value)
+  check_self(self, "res:json")
   local ok, body = pcall(cjson.encode, value)
   if not ok then error("res:json: " .. tostring(body), 2) end
   local rc = mp_res_send(self, body, #body, 1)
@@ -365,24 +518,33 @@ end
 
 --- Streams a piece of the body. Without a declared Content-Length the
 -- response is chunked; with one, raw. While more than --write-high-water
--- bytes wait for the client, the handler waits here. Returns res.
--- @usage res:write("part 1"); res:write("part 2"); res:finish()
+-- bytes wait for the client, the handler waits here. Returns res, or
+-- nil, "closed" when the client has gone.
+-- @usage if not res:write(event) then return end
 function Res:write(chunk)
+  check_self(self, "res:write")
   if type(chunk) == "number" then chunk = tostring(chunk) end
   if type(chunk) ~= "string" then error("res:write: chunk must be a string", 2) end
   local rc = mp_res_write(self, chunk, #chunk)
+  if rc == 0 then return self end
   if rc == MP_AGAIN then
     -- Queued; the client is behind: wait for it to catch up.
-    yield()
-  elseif rc ~= 0 then
-    fail(rc, "res:write")
+    if suspend() then return self end
+    return nil, "closed"
   end
-  return self
+  if rc == MP_CLOSED then
+    -- Nobody reads any more. The loop gets a turn first, so that a
+    -- handler writing in a loop that ignores this cannot hold the worker.
+    if mp_sleep(0) == 0 then suspend() end
+    return nil, "closed"
+  end
+  fail(rc, "res:write")
 end
 
 --- Ends the response (also done when the handler returns).
 -- @usage res:finish()
 function Res:finish()
+  check_self(self, "res:finish")
   local rc = mp_res_finish(self)
   if rc ~= 0 then fail(rc, "res:finish") end
 end
@@ -401,6 +563,7 @@ local fault_kinds = {
 -- before anything of the response was sent.
 -- @usage res:fault("CONNECTION_RESET_BY_PEER")
 function Res:fault(kind)
+  check_self(self, "res:fault")
   local k = fault_kinds[kind]
   if k == nil then error("res:fault: unknown fault '" .. tostring(kind) .. "'", 2) end
   local rc = mp_res_fault(self, k)
@@ -409,7 +572,6 @@ end
 
 -- The metatable of every number: a context (bit 38 set) dispatches on its
 -- kind, the lowest bit (server/request.c); other numbers get nothing.
-local CTX_TAG = 2^38
 debug.setmetatable(0, {
   __index = function(self, key)
     if self < CTX_TAG then return nil end
@@ -424,9 +586,12 @@ debug.setmetatable(0, {
   end,
 })
 
--- Waiting ----------------------------------------------------------------
+-- Sleeping -----------------------------------------------------------------
 
---- Suspends the running handler for ms milliseconds; other requests go on.
+--- Suspends the running handler for ms milliseconds (from inside its own
+-- coroutines too); other requests go on. Returns true, or nil, "closed"
+-- when the sleep was cut short because the client left before the
+-- response was complete. ms past 2^53 sleeps 2^53 ms.
 -- @usage moonport.sleep(200)
 function core.sleep(ms)
   if type(ms) ~= "number" or ms < 0 or ms ~= ms then
@@ -437,7 +602,8 @@ function core.sleep(ms)
     error("moonport.sleep: only a request handler can sleep", 2)
   end
   if rc ~= 0 then fail(rc, "moonport.sleep") end
-  yield()
+  if suspend() then return true end
+  return nil, "closed"
 end
 
 -- The error log ----------------------------------------------------------
@@ -668,8 +834,11 @@ end
 
 -- Running handlers -------------------------------------------------------
 
-local function on_error(err)
-  return traceback(tostring(err), 2)
+-- The error and where it happened, from the failing frame down to the
+-- handler; moonport's own frames below it are left out.
+function on_error(err)
+  local trace = traceback(tostring(err), 2) -- 2: not this function
+  return (trace:gsub("\n%s*%[C%]: in function 'xpcall'.*$", ""))
 end
 
 --- The body of every handler coroutine (started by server/lua_vm.c): run a
@@ -678,10 +847,8 @@ function core.run(handler, req, res)
   local DONE = core.DONE
   while true do
     local ok, err = xpcall(handler, on_error, req, res)
-    if bodies[req] ~= nil then
-      bodies[req] = nil
-      nbodies = nbodies - 1
-    end
+    drop(bodies, req)
+    drop(aborts, req)
     handler, req, res = yield(DONE, ok, err)
   end
 end
