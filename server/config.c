@@ -72,6 +72,12 @@ static const option options[] = {
     {"--request-memory-limit", OPT_BYTES, "BYTES",
      "how far one request may grow the Lua heap; past it the request gets "
      "500 (default 8m)"},
+    {"--load-timeout", OPT_SECONDS, "SECONDS",
+     "loading the app (at startup and on reload) may take this long; past "
+     "it the load fails (default 10)"},
+    {"--load-memory-limit", OPT_BYTES, "BYTES",
+     "how far loading the app may grow the Lua heap; past it the load "
+     "fails (default 512m)"},
     {"--mock", OPT_PATH, "DIR",
      "serve a WireMock directory (DIR/mappings, DIR/__files, DIR/*.lua) "
      "instead of an APP"},
@@ -169,6 +175,8 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
         cfg->handler_timeout_ms = ms;
       else if (strcmp(o->name, "--watch-delay") == 0)
         cfg->watch_delay_ms = ms;
+      else if (strcmp(o->name, "--load-timeout") == 0)
+        cfg->load_timeout_ms = ms;
       else
         cfg->shutdown_timeout_ms = ms;
       return MP_CONFIG_RUN;
@@ -187,6 +195,8 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
         cfg->max_body_size = (size_t)n;
       else if (strcmp(o->name, "--request-memory-limit") == 0)
         cfg->request_memory_limit = (size_t)n;
+      else if (strcmp(o->name, "--load-memory-limit") == 0)
+        cfg->load_memory_limit = (size_t)n;
       else if (strcmp(o->name, "--write-high-water") == 0)
         cfg->write_high_water = (size_t)n;
       else if (strcmp(o->name, "--shared-size") == 0) {
@@ -270,6 +280,8 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   cfg->max_headers = 100;
   cfg->max_connections = 10000;
   cfg->request_memory_limit = 8 * 1024 * 1024;
+  cfg->load_timeout_ms = 10 * 1000;
+  cfg->load_memory_limit = 512 * 1024 * 1024;
   cfg->write_high_water = 256 * 1024;
   cfg->workers = 1;
   cfg->handler_timeout_ms = 30 * 1000;

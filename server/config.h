@@ -31,6 +31,8 @@ typedef struct mp_config {
   bool watch;             /* reload when the app's files change */
   uint64_t watch_delay_ms; /* after the last change of a burst */
   size_t request_memory_limit; /* Lua bytes one request may allocate */
+  uint64_t load_timeout_ms;    /* longest an app may take to load */
+  size_t load_memory_limit;    /* how far loading may grow the Lua heap */
   size_t write_high_water; /* unsent bytes past which res:write waits */
   uint64_t idle_timeout_ms;
   uint64_t shutdown_timeout_ms;

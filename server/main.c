@@ -1,14 +1,19 @@
 /*
  * moonport's entry point: parse the command line, then become what this
  * process is: the master (the command as typed), a worker (exec'd by the
- * master with MP_WORKER_ENV set), or a one-off check of the app (--check).
+ * master with MP_WORKER_ENV set), the master's check of the app (exec'd
+ * with MP_CHECK_ENV set), or a one-off check of the app (--check).
  * The exit status: 0 served or checked, 1 a broken app or unusable
  * address, 2 a usage error.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
 
+#include "check.h"
 #include "config.h"
 #include "lua_vm.h"
 #include "errors.h"
@@ -27,9 +32,29 @@ static void print_routes(const mp_router *r) {
   }
 }
 
+static char timeout_msg[512];
+
+/* --load-timeout passed during --check: nothing to clean up, so say so
+ * and leave (write and _exit are safe in a signal handler). */
+static void on_alarm(int sig) {
+  (void)sig;
+  ssize_t n = write(STDERR_FILENO, timeout_msg, strlen(timeout_msg));
+  (void)n;
+  _exit(1);
+}
+
 /* Loads the app in a state of its own (with a store of its own, in case
  * the script uses moonport.shared while loading) and lists its routes. */
 static int check(const mp_config *cfg) {
+  snprintf(timeout_msg, sizeof timeout_msg,
+           "%s: loading took longer than --load-timeout (%.3g s)\n",
+           cfg->mock_dir ? cfg->mock_dir : cfg->app,
+           (double)cfg->load_timeout_ms / 1000.0);
+  signal(SIGALRM, on_alarm);
+  struct itimerval it = {.it_value = {
+                             .tv_sec = (time_t)(cfg->load_timeout_ms / 1000),
+                             .tv_usec = (suseconds_t)(cfg->load_timeout_ms % 1000) * 1000}};
+  setitimer(ITIMER_REAL, &it, NULL);
   mp_shared *shared = NULL;
   int rc = mp_shared_create(cfg->shared_size, 1, &shared);
   if (rc != 0) {
@@ -39,6 +64,7 @@ static int check(const mp_config *cfg) {
   }
   static mp_worker w;
   rc = mp_worker_init(&w, cfg, shared, 0);
+  setitimer(ITIMER_REAL, &(struct itimerval){0}, NULL);
   if (rc == 0) {
     printf("%s%s: ok, %u route%s\n", cfg->mock_dir ? "--mock " : "",
            cfg->mock_dir ? cfg->mock_dir : cfg->app, mp_router_count(w.router),
@@ -63,6 +89,10 @@ int main(int argc, char **argv) {
     cfg.app = mock_app;
   }
   if (cfg.check) return check(&cfg);
+  if (getenv(MP_CHECK_ENV) != NULL) {
+    unsetenv(MP_CHECK_ENV);
+    return mp_check_child_main(&cfg);
+  }
 
   const char *worker = getenv(MP_WORKER_ENV);
   if (worker != NULL) {

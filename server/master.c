@@ -21,12 +21,20 @@
  * worker that exits is logged and replaced at once, or after a second if it
  * died before listening (so a worker that cannot start does not spin).
  *
+ * Loads: the master runs none of the app's code. It has the app checked
+ * in a child process (check.c) at startup and on every reload, with
+ * --load-timeout and --load-memory-limit, so a script that loops or
+ * allocates without end while it loads costs a child, never the master's
+ * loop. One check runs at a time: reload requests that arrive meanwhile
+ * (saves, SIGHUPs) collapse into one more check after it, and a stop
+ * cancels the check in flight.
+ *
  * Reloads: the master watches the files the app loads (watch.c; workers
- * report files loaded late over their control socket), loads changed code
- * in a scratch state of its own, and only when that succeeds writes 'L' to
- * every worker, which loads the code again itself and swaps between
- * requests. The outcome goes to the log and, through the shared segment,
- * to every worker's stats endpoint.
+ * report files loaded late over their control socket), has changed code
+ * checked, and only when that succeeds writes 'L' to every worker, which
+ * loads the code again itself and swaps between requests. The outcome goes
+ * to the log and, through the shared segment, to every worker's stats
+ * endpoint.
  */
 #include "master.h"
 
@@ -41,10 +49,9 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "check.h"
 #include "errors.h"
 #include "log.h"
-#include "lua_vm.h"
-#include "router.h"
 #include "shared.h"
 #include "watch.h"
 #include "worker.h"
@@ -82,6 +89,9 @@ struct master {
   mp_shared *shared;
   char **route_names; /* "GET /users/:id", by route index */
   unsigned nroutes;
+  mp_check *check;         /* the check of the app in flight, or NULL */
+  const char *check_why;   /* what it is for: "startup", "SIGHUP", ... */
+  const char *again_why;   /* a reload asked for while it ran, or NULL */
   char app_path[PATH_MAX]; /* the app script, absolute */
   char root[PATH_MAX];     /* its directory: files loaded from below it are watched */
   mp_watch *watch;         /* NULL with --no-watch */
@@ -94,6 +104,7 @@ struct master {
   unsigned nrunning;
   bool started;  /* every first worker said it listens */
   bool stopping; /* a signal asked to stop */
+  int stop_signal; /* the signal that did */
   bool failed;   /* startup failed: exit 1 */
   uv_signal_t signals[4];
   uv_timer_t patrol; /* stuck workers and delayed restarts */
@@ -128,6 +139,7 @@ static void close_master_handles(master *m) {
 }
 
 static void kill_all(master *m, int sig) {
+  if (m->places == NULL) return; /* no worker started yet */
   for (unsigned i = 0; i < m->cfg->workers; i++) {
     incarnation *in = m->places[i].current;
     if (in != NULL && !in->exited) uv_process_kill(&in->proc, sig);
@@ -327,10 +339,22 @@ static void on_patrol(uv_timer_t *t) {
     if (in->exited || in->killed_stuck) continue;
     mp_worker_slot *slot = mp_shared_slot(m->shared, id);
     uint64_t since = slot->busy_since_ms;
-    if (slot->pid != in->proc.pid || since == 0 || since > now ||
-        now - since < m->cfg->handler_timeout_ms)
-      continue;
     int32_t route = slot->route;
+    bool loading = route == MP_SLOT_LOADING;
+    uint64_t limit =
+        loading ? m->cfg->load_timeout_ms : m->cfg->handler_timeout_ms;
+    if (slot->pid != in->proc.pid || since == 0 || since > now ||
+        now - since < limit)
+      continue;
+    in->killed_stuck = true;
+    if (loading) {
+      mp_log(MP_LOG_ERROR,
+             "worker %u (pid %d) has been loading the app (%s) for %.1f s, "
+             "past --load-timeout; killing it", id, in->proc.pid,
+             m->cfg->app, (double)(now - since) / 1000.0);
+      uv_process_kill(&in->proc, SIGKILL);
+      continue;
+    }
     /* The master knows the routes of the current code only. */
     bool current = slot->generation == mp_shared_reload(m->shared)->generation;
     const char *name = !current ? "a handler of code since reloaded"
@@ -341,7 +365,6 @@ static void on_patrol(uv_timer_t *t) {
            "worker %u (pid %d) has been running %s (%s) for %.1f s without "
            "yielding, past --handler-timeout; killing it", id, in->proc.pid,
            name, m->cfg->app, (double)(now - since) / 1000.0);
-    in->killed_stuck = true;
     uv_process_kill(&in->proc, SIGKILL);
   }
 }
@@ -370,10 +393,17 @@ static void on_signal(uv_signal_t *h, int signum) {
   kill_all(m, SIGTERM);
   if (m->stopping) return;
   m->stopping = true;
+  m->stop_signal = signum;
+  if (m->check != NULL) mp_check_cancel(m->check);
   if (m->nrunning == 0) {
     close_master_handles(m);
     return;
   }
+  unsigned conns = 0;
+  for (unsigned id = 1; id <= m->cfg->workers; id++)
+    conns += (unsigned)mp_shared_slot(m->shared, id)->conns;
+  mp_log(MP_LOG_INFO, "stopping (%s): draining %u connection%s", 
+         signum == SIGINT ? "SIGINT" : "SIGTERM", conns, conns == 1 ? "" : "s");
   /* The workers give up on requests at --shutdown-timeout themselves;
    * past that and a grace second, the master makes sure. */
   uint64_t grace = m->cfg->shutdown_timeout_ms + 1000;
@@ -404,21 +434,20 @@ static void free_names(char **names, unsigned n) {
   free(names);
 }
 
-/* "GET /users/:id" for every route of router. NULL when out of memory. */
-static char **route_names(const mp_router *router) {
-  unsigned n = mp_router_count(router);
+/* Keeps a copy of the route names a check reported. Returns 0 or -1. */
+static int keep_route_names(master *m, char *const *routes, unsigned n) {
   char **names = calloc(n ? n : 1, sizeof *names);
   for (unsigned i = 0; names != NULL && i < n; i++) {
-    const mp_route *r = mp_router_route(router, i);
-    size_t len = strlen(r->pattern) + 24;
-    if ((names[i] = malloc(len)) == NULL) {
+    if ((names[i] = strdup(routes[i])) == NULL) {
       free_names(names, i);
-      return NULL;
+      names = NULL;
     }
-    snprintf(names[i], len, "%s %s",
-             llhttp_method_name((llhttp_method_t)r->method), r->pattern);
   }
-  return names;
+  if (names == NULL) return -1;
+  free_names(m->route_names, m->nroutes);
+  m->route_names = names;
+  m->nroutes = n;
+  return 0;
 }
 
 /* Watches the app script and every app file the last load read; after a
@@ -457,46 +486,28 @@ done:
   m->npending = 0;
 }
 
-/* Loads the app in a state of its own: at startup, so a broken script is
- * reported before any worker starts; on a reload, so no worker ever sees
- * code that does not load. Keeps the route names (for the log) and the
- * files it read (to watch). Returns 0, or -1 with the error in err. */
-static int load_app(master *m, char *err, size_t errlen) {
-  static mp_worker scratch;
-  memset(&scratch, 0, sizeof scratch);
-  scratch.cfg = m->cfg;
-  scratch.shared = m->shared;
-  scratch.on_load_file = on_load_file;
-  scratch.on_load_ud = m;
-  mp_worker_self = &scratch;
-  mp_vm *vm = mp_vm_open(&scratch, m->cfg->app, err, errlen);
-  int rc = -1;
-  if (vm != NULL) {
-    char **names = route_names(mp_vm_router(vm));
-    if (names != NULL) {
-      free_names(m->route_names, m->nroutes);
-      m->route_names = names;
-      m->nroutes = mp_router_count(mp_vm_router(vm));
-      rc = 0;
-    } else {
-      snprintf(err, errlen, "moonport: out of memory");
-    }
-    mp_vm_close(vm);
-  }
-  free(scratch.scratch);
-  mp_worker_self = NULL;
-  update_watch(m, rc == 0);
-  return rc;
+static void on_checked(void *ud, const mp_check_result *res);
+static void startup_checked(master *m, const mp_check_result *res);
+
+/* Has the app checked in a child (check.c); on_checked hears how it went. */
+static void start_check(master *m, const char *why) {
+  m->check_why = why;
+  m->check = mp_check_start(&m->loop, m->cfg, m->exe, m->argv, on_checked, m);
+  if (m->check != NULL) return;
+  char err[256];
+  snprintf(err, sizeof err, "moonport: cannot start a process to check the "
+           "app in: %s", strerror(errno));
+  mp_check_result res = {.error = err};
+  on_checked(m, &res);
 }
 
-/* Checks the changed app and, when it loads, has every worker load it.
+/* The changed app checked: when it loaded, every worker loads it too.
  * Either way the outcome goes to the log and to the stats endpoint. */
-static void reload(master *m, const char *why) {
-  if (!m->started || m->stopping) return;
-  char err[1024];
+static void reload_checked(master *m, const mp_check_result *res) {
+  const char *why = m->check_why;
   mp_reload_status *st = mp_shared_reload(m->shared);
-  st->last_at = (int64_t)time(NULL);
-  if (load_app(m, err, sizeof err) != 0) {
+  if (!res->ok || keep_route_names(m, res->routes, res->nroutes) != 0) {
+    const char *err = res->ok ? "moonport: out of memory" : res->error;
     mp_log(MP_LOG_ERROR, "reload (%s) failed: %s; the workers keep the "
            "code they have", why, err);
     snprintf(st->last_error, sizeof st->last_error, "%.*s",
@@ -524,6 +535,39 @@ static void reload(master *m, const char *why) {
          m->nroutes == 1 ? "" : "s");
 }
 
+static void on_checked(void *ud, const mp_check_result *res) {
+  master *m = ud;
+  m->check = NULL;
+  if (res->cancelled || m->stopping) return;
+  for (unsigned i = 0; i < res->nfiles; i++) on_load_file(m, res->files[i]);
+  update_watch(m, res->ok);
+  if (!m->started && m->places == NULL) {
+    startup_checked(m, res);
+    return;
+  }
+  reload_checked(m, res);
+  /* Saves and SIGHUPs that came while this check ran: one more. */
+  if (m->again_why != NULL && !m->stopping) {
+    const char *why = m->again_why;
+    m->again_why = NULL;
+    mp_shared_reload(m->shared)->last_at = (int64_t)time(NULL);
+    start_check(m, why);
+  }
+}
+
+/* Has the changed app checked and, when it loads, every worker load it.
+ * A reload asked for while a check runs waits for it and then makes one
+ * check more, however many were asked for. */
+static void reload(master *m, const char *why) {
+  if (!m->started || m->stopping) return;
+  if (m->check != NULL) {
+    m->again_why = why;
+    return;
+  }
+  mp_shared_reload(m->shared)->last_at = (int64_t)time(NULL);
+  start_check(m, why);
+}
+
 static void on_files_changed(void *ud) { reload(ud, "files changed"); }
 
 /* Binds (without listening) the address every worker will bind, and
@@ -545,6 +589,47 @@ static int hold_port(master *m) {
   snprintf(m->listen_arg, sizeof m->listen_arg, "%s%s%s:%d", v6 ? "[" : "",
            m->cfg->host, v6 ? "]" : "", port);
   return 0;
+}
+
+/* The startup check is in: hold the port and start the workers, or say
+ * why not and stop. */
+static void startup_checked(master *m, const mp_check_result *res) {
+  const mp_config *cfg = m->cfg;
+  if (m->stopping) return;
+  if (!res->ok) {
+    fprintf(stderr, "%s\n", res->error);
+    goto fail;
+  }
+  if (keep_route_names(m, res->routes, res->nroutes) != 0) {
+    fprintf(stderr, "moonport: out of memory\n");
+    goto fail;
+  }
+  mp_reload_status *st = mp_shared_reload(m->shared);
+  st->generation = 1;
+  st->last_ok = 1;
+  if (hold_port(m) != 0) goto fail;
+  m->places = calloc(cfg->workers, sizeof *m->places);
+  if (m->places == NULL) {
+    fprintf(stderr, "moonport: out of memory\n");
+    goto fail;
+  }
+  /* A tenth of the shorter of the handler and load timeouts, between 50
+   * and 250 ms: a stuck worker is found within 10% of its timeout or a
+   * quarter second, and a delayed restart happens within a quarter second
+   * of its time. */
+  uint64_t every = cfg->handler_timeout_ms < cfg->load_timeout_ms
+                       ? cfg->handler_timeout_ms / 10
+                       : cfg->load_timeout_ms / 10;
+  every = every < 50 ? 50 : every > 250 ? 250 : every;
+  uv_timer_start(&m->patrol, on_patrol, every, every);
+  for (unsigned id = 1; id <= cfg->workers && !m->stopping; id++)
+    start_worker(m, id);
+  return;
+
+fail:
+  m->failed = true;
+  m->stopping = true;
+  close_master_handles(m);
 }
 
 static void free_master(master *m) {
@@ -612,21 +697,6 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
       goto done;
     }
   }
-  char err[1024];
-  if (load_app(&m, err, sizeof err) != 0) {
-    fprintf(stderr, "%s\n", err);
-    goto done;
-  }
-  mp_reload_status *st = mp_shared_reload(m.shared);
-  st->generation = 1;
-  st->last_ok = 1;
-  if (hold_port(&m) != 0) goto done;
-  m.places = calloc(cfg->workers, sizeof *m.places);
-  if (m.places == NULL) {
-    fprintf(stderr, "moonport: out of memory\n");
-    goto done;
-  }
-
   static const int signums[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
   for (size_t i = 0; i < sizeof signums / sizeof signums[0]; i++) {
     uv_signal_init(&m.loop, &m.signals[i]);
@@ -637,17 +707,11 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   m.deadline.data = &m;
   uv_timer_init(&m.loop, &m.patrol);
   m.patrol.data = &m;
-  /* A tenth of the handler timeout, between 50 and 250 ms: a stuck worker
-   * is found within 10% of the timeout or a quarter second, and a delayed
-   * restart happens within a quarter second of its time. */
-  uint64_t every = cfg->handler_timeout_ms / 10;
-  every = every < 50 ? 50 : every > 250 ? 250 : every;
-  uv_timer_start(&m.patrol, on_patrol, every, every);
-
-  for (unsigned id = 1; id <= cfg->workers && !m.stopping; id++)
-    start_worker(&m, id);
+  /* Workers start once the app's check is in (startup_checked). */
+  start_check(&m, "startup");
   uv_run(&m.loop, UV_RUN_DEFAULT);
   status = m.failed ? 1 : 0;
+  if (m.stop_signal != 0) mp_log(MP_LOG_INFO, "stopped");
 
 done:
   if (loop_open) {

@@ -32,8 +32,13 @@ typedef struct mp_worker_slot {
   volatile uint64_t busy_since_ms; /* mp_shared_now_ms() when the handler
                                     * was entered; 0 while not in one */
   volatile uint64_t generation;    /* the code version `route` is of */
-  char pad[40];
+  volatile int32_t conns;          /* connections open (for the master's log) */
+  char pad[36];
 } mp_worker_slot;
+
+/* mp_worker_slot.route while the worker loads the app (at startup or on
+ * a reload): the master holds it to --load-timeout. */
+#define MP_SLOT_LOADING (-2)
 
 /* What the last reloads did, written by the master only and read by the
  * workers for the stats endpoint. Readers take no lock: a read racing a

@@ -53,7 +53,10 @@ char *mp_worker_scratch(mp_worker *w, size_t n) {
   return p;
 }
 
-static void on_sweep(uv_timer_t *t) { mp_conn_sweep(t->data); }
+static void on_sweep(uv_timer_t *t) {
+  mp_conn_sweep(t->data);
+  mp_request_sweep(t->data);
+}
 
 void mp_worker_on_turn(uv_idle_t *h) { mp_conn_run_deferred(h->data); }
 
@@ -105,7 +108,7 @@ static void on_drain_timeout(uv_timer_t *t) {
 }
 
 void mp_worker_conn_closed(mp_worker *w) {
-  if (w->stopping && w->nconns == 0) stop_now(w);
+  if (w->stopping && w->nconns == 0 && w->ndetached == 0) stop_now(w);
 }
 
 /* The first SIGTERM (or the master going away) drains: no new
@@ -120,7 +123,7 @@ static void drain(mp_worker *w) {
   w->stopping = true;
   uv_close((uv_handle_t *)&w->listener, NULL);
   mp_conn_drain_all(w);
-  if (w->nconns == 0) {
+  if (w->nconns == 0 && w->ndetached == 0) {
     stop_now(w);
     return;
   }
@@ -149,9 +152,25 @@ void mp_worker_release_vm(mp_worker *w, mp_vm *vm) {
     uv_check_start(&w->retire, close_retired);
 }
 
+/* Loads the app into a new VM with the heartbeat saying so: the master
+ * kills a worker whose load takes longer than --load-timeout. */
+static mp_vm *load(mp_worker *w, char *err, size_t errlen) {
+  mp_worker_slot *slot = w->slot;
+  if (slot != NULL) {
+    slot->route = MP_SLOT_LOADING;
+    slot->busy_since_ms = mp_shared_now_ms();
+  }
+  mp_vm *vm = mp_vm_open(w, w->cfg->app, err, errlen);
+  if (slot != NULL) {
+    slot->busy_since_ms = 0;
+    slot->route = -1;
+  }
+  return vm;
+}
+
 int mp_worker_reload(mp_worker *w) {
   char err[1024];
-  mp_vm *vm = mp_vm_open(w, w->cfg->app, err, sizeof err);
+  mp_vm *vm = load(w, err, sizeof err);
   if (vm == NULL) {
     mp_log(MP_LOG_ERROR, "reload failed: %s; still serving the code it had",
            err);
@@ -299,8 +318,15 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
   mp_pool_init(&w->out_pool, 16 * 1024, 256);
   signal(SIGPIPE, SIG_IGN);
 
+  w->slot = id > 0 ? mp_shared_slot(shared, id) : NULL;
+  if (w->slot != NULL) {
+    w->slot->busy_since_ms = 0;
+    w->slot->route = -1;
+    w->slot->conns = 0;
+    w->slot->pid = (int32_t)getpid();
+  }
   char err[1024];
-  w->vm = mp_vm_open(w, cfg->app, err, sizeof err);
+  w->vm = load(w, err, sizeof err);
   if (w->vm == NULL) {
     fprintf(stderr, "%s\n", err);
     return 1;
@@ -343,12 +369,6 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
   w->sigterm.data = w->sigusr1.data = w;
   uv_signal_start(&w->sigterm, on_signal, SIGTERM);
   uv_signal_start(&w->sigusr1, on_signal, SIGUSR1);
-  w->slot = mp_shared_slot(shared, id);
-  if (w->slot != NULL) {
-    w->slot->busy_since_ms = 0;
-    w->slot->route = -1;
-    w->slot->pid = (int32_t)getpid();
-  }
   return 0;
 }
 

@@ -768,6 +768,39 @@ function helpers.first_difference(a, b)
   return n + 1
 end
 
+------------------------------------------------------------------------------
+-- Scratch files
+------------------------------------------------------------------------------
+
+--- Writes `text` to `path` (replacing it).
+function helpers.write_file(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+--- What an editor that saves by rename does: a new file, renamed over.
+function helpers.write_by_rename(path, text)
+  helpers.write_file(path .. ".swp", text)
+  assert(os.rename(path .. ".swp", path))
+end
+
+--- A new empty directory under /tmp.
+function helpers.scratch_dir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(require("posix.sys.stat").mkdir(dir, 493))
+  return dir
+end
+
+--- Removes a scratch directory and the files in it.
+function helpers.remove_dir(dir)
+  for name in dirent.files(dir) do
+    if name ~= "." and name ~= ".." then os.remove(dir .. "/" .. name) end
+  end
+  unistd.rmdir(dir)
+end
+
 --- Waits until `fn()` returns a true value or `timeout` seconds pass.
 -- Returns that value, or nil on timeout.
 function helpers.eventually(fn, timeout)

@@ -1,37 +1,12 @@
 -- Hot reload over real processes: the app lives in a scratch directory, the
 -- spec edits it while the server runs and reads what the server answers.
 local helpers = require("spec.helpers")
-local stat = require("posix.sys.stat")
-local unistd = require("posix.unistd")
 local signal = require("posix.signal")
 local stdlib = require("posix.stdlib")
 local cjson = require("cjson.safe")
 
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
-
--- What an editor that saves by rename does: a new file, renamed over.
-local function write_by_rename(path, text)
-  write(path .. ".swp", text)
-  assert(os.rename(path .. ".swp", path))
-end
-
-local function scratch_dir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(stat.mkdir(dir, 493))
-  return dir
-end
-
-local function remove_dir(dir)
-  for _, name in ipairs({ "app.lua", "lib.lua", "extra.lua", "app.lua.swp" }) do
-    os.remove(dir .. "/" .. name)
-  end
-  unistd.rmdir(dir)
-end
+local write, write_by_rename = helpers.write_file, helpers.write_by_rename
+local scratch_dir, remove_dir = helpers.scratch_dir, helpers.remove_dir
 
 -- An app answering GET /v with `version`, GET /slow with it after 600 ms
 -- (GET /slow-started says when one began), GET /loads with a module-level
