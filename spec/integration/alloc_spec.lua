@@ -113,9 +113,16 @@ describe("the request memory limit", function()
       conn:close()
 
       local logged = helpers.eventually(function()
-        return server:stderr():find("GET " .. route .. ": handler failed: request memory limit exceeded", 1, true)
+        local err = server:stderr()
+        local at = err:find("GET " .. route .. ": handler failed: request memory limit exceeded", 1, true)
+        return at and err:sub(at):match("^[^\n]*")
       end)
       assert.truthy(logged, "no log line naming the route: " .. server:stderr())
+      -- The allocation that failed, and a total past the limit.
+      local size, held = logged:match("an allocation of (%d+) bytes would have made it hold (%d+) "
+        .. "bytes, past %-%-request%-memory%-limit %(8388608%)")
+      assert.truthy(size, logged)
+      assert(tonumber(size) > 0 and tonumber(held) > 8388608, logged)
       local after = stats(port)
       assert.equal(doc.pid or after.worker.pid, after.worker.pid)
       -- The garbage went back: the heap is near where it was, not 8 MiB up.

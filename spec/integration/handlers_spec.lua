@@ -44,6 +44,30 @@ describe("handlers", function()
       assert.truthy(logged:find("handlers.lua", 1, true), "traceback does not name the fixture")
     end)
 
+    it("logs a traceback that starts at the frame that failed", function()
+      helpers.request(port, "GET", "/boom-deep")
+      local logged = helpers.eventually(function()
+        local err = server:stderr()
+        local at = err:find("GET /boom-deep: handler failed:", 1, true)
+        return at and err:sub(at)
+      end, 5)
+      assert.truthy(logged, server:stderr())
+      local trace = logged:match("stack traceback:\n(.-)\n%d%d%d%d%-") or logged:match("stack traceback:\n(.*)$")
+      local first = trace:match("^%s*([^\n]+)")
+      assert.matches("handlers%.lua:%d+: in function 'lookup'", first)
+      assert.truthy(trace:find("handlers%.lua:%d+: in function <"), trace)
+      assert.is_nil(trace:find("core.lua", 1, true), "moonport's own frames in the trace: " .. trace)
+    end)
+
+    it("says so when a req or res method is called with '.', naming the handler's line", function()
+      for which, method in pairs({ json = "res:json", header = "req:header", status = "res:status" }) do
+        assert.equal(500, (helpers.request(port, "GET", "/dot/" .. which)))
+        local want = "handlers%.lua:%d+: " .. method:gsub("%p", "%%%0") .. ": called with '%.' instead of ':'"
+        assert.truthy(helpers.eventually(function() return server:stderr():find(want) end, 5),
+          "no line for " .. method .. " in:\n" .. server:stderr())
+      end
+    end)
+
     it("leaves the connection serving the next request", function()
       conn = helpers.connect(port)
       assert.equal(500, conn:request("GET", "/boom").status)

@@ -255,6 +255,13 @@ describe("SIGTERM", function()
     assert.equal(0, server:wait(5))
     local ok = pcall(helpers.connect, server.port, 1)
     assert.is_false(ok, "still accepting after shutdown")
+    -- The master says when the stop begins (with the connections to
+    -- drain: the 100 busy ones, and the idle one) and when it is over.
+    local log = server:stderr()
+    local n = log:match("%[info%] master: stopping %(SIGTERM%): draining (%d+) connections\n")
+    assert.truthy(n, log)
+    assert(tonumber(n) >= 100, log)
+    assert.truthy(log:find("[info] master: stopped\n", 1, true), log)
   end)
 end)
 
