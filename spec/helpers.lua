@@ -524,7 +524,7 @@ local function parse_response(buf, eof, is_head)
       end
       if #buf < pos + size + 1 then
         if eof then parse_error("stream ended inside a chunk", buf) end
-        return nil, "more"
+        return nil, "more", pos + size + 1
       end
       parts[#parts + 1] = buf:sub(pos, pos + size - 1)
       resp.chunk_sizes[#resp.chunk_sizes + 1] = size
@@ -543,7 +543,7 @@ local function parse_response(buf, eof, is_head)
       if eof then
         parse_error(("stream ended after %d of %d body bytes"):format(#buf - pos + 1, n), buf)
       end
-      return nil, "more"
+      return nil, "more", pos + n - 1
     end
     resp.body = buf:sub(pos, pos + n - 1)
     return resp, pos + n - 1
@@ -559,8 +559,33 @@ helpers.parse_response = parse_response
 -- Raw client connections
 ------------------------------------------------------------------------------
 
+-- A connection keeps what it has read as `buf`. Reads are kept as a list
+-- of pieces and joined only when `buf` is asked for, and a response whose
+-- length is known is not parsed again until enough bytes are in: a large
+-- body read in 64 KiB pieces costs linear time, not quadratic.
 local Conn = {}
-Conn.__index = Conn
+
+function Conn.__index(self, key)
+  if key == "buf" then
+    local parts = rawget(self, "parts")
+    if #parts > 0 then
+      rawset(self, "joined", rawget(self, "joined") .. table.concat(parts))
+      for i = #parts, 1, -1 do parts[i] = nil end
+      rawset(self, "pending", 0)
+    end
+    return rawget(self, "joined")
+  end
+  return Conn[key]
+end
+
+function Conn.__newindex(self, key, value)
+  if key ~= "buf" then return rawset(self, key, value) end
+  rawset(self, "joined", value)
+  local parts = rawget(self, "parts")
+  for i = #parts, 1, -1 do parts[i] = nil end
+  rawset(self, "pending", 0)
+  rawset(self, "need", nil)
+end
 
 --- Opens a TCP connection to 127.0.0.1:port. Returns a connection object.
 function helpers.connect(port, timeout)
@@ -571,7 +596,8 @@ function helpers.connect(port, timeout)
     sock:close()
     error(("connect to 127.0.0.1:%s failed: %s"):format(tostring(port), tostring(err)), 2)
   end
-  return setmetatable({ sock = sock, buf = "", eof = false, port = port }, Conn)
+  return setmetatable({ sock = sock, joined = "", parts = {}, pending = 0, eof = false,
+                        port = port }, Conn)
 end
 
 --- Turns on TCP_NODELAY so that each send goes out as its own segment.
@@ -636,7 +662,8 @@ function Conn:read_available()
   local chunk = data or partial
   local changed = false
   if chunk and #chunk > 0 then
-    self.buf = self.buf .. chunk
+    self.parts[#self.parts + 1] = chunk
+    self.pending = self.pending + #chunk
     changed = true
   end
   if err == "closed" then
@@ -652,8 +679,14 @@ end
 function Conn:take_response(opts)
   opts = opts or {}
   while true do
-    local resp, used = parse_response(self.buf, self.eof, opts.head)
-    if not resp then return nil, used end
+    if self.need and not self.eof and #self.joined + self.pending < self.need then
+      return nil, "more"
+    end
+    local resp, used, need = parse_response(self.buf, self.eof, opts.head)
+    if not resp then
+      self.need = need
+      return nil, used
+    end
     self.buf = self.buf:sub(used + 1)
     if resp.status >= 200 or resp.status == 101 or opts.interim then return resp end
   end
