@@ -272,7 +272,9 @@ int mp_check_child_main(const mp_config *cfg) {
   /* Nothing the app starts may hold the report open. */
   fcntl(MP_CHECK_REPORT_FD, F_SETFD, FD_CLOEXEC);
   /* The Lua heap has its limit; this one stops memory taken around it
-   * (C allocations through the FFI), with room for the process itself. */
+   * (C allocations through the FFI), with room for the process itself.
+   * Not under AddressSanitizer, whose shadow memory is mapped data. */
+#ifndef MP_SANITIZE
   struct rlimit rl;
   if (getrlimit(RLIMIT_DATA, &rl) == 0) {
     rlim_t want = (rlim_t)cfg->load_memory_limit + ((rlim_t)512 << 20);
@@ -281,6 +283,7 @@ int mp_check_child_main(const mp_config *cfg) {
                       : rl.rlim_max;
     setrlimit(RLIMIT_DATA, &rl);
   }
+#endif
 
   mp_shared *shared = NULL;
   int rc = mp_shared_create(cfg->shared_size, 1, &shared);
