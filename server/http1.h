@@ -3,9 +3,13 @@
  *
  * mp_http1 wraps llhttp (strict mode, no lenient flag) and adds what
  * llhttp 8.1.0 lets through: a pre-scan of every head byte rejects NUL, a CR
- * not followed by LF, and obs-fold, before llhttp sees the byte. It enforces
- * the head, header-count and body limits and maps every failure to the
- * status the client gets (400, 413, 414, 431, 505).
+ * not followed by LF, and obs-fold, before llhttp sees the byte. It checks
+ * what llhttp leaves to the server (Host and an absolute-form authority,
+ * the request-target forms, Expect, the codings of Transfer-Encoding, the
+ * Connection options) and parses chunk extensions itself, by their RFC 9112
+ * grammar (llhttp 8.1.0 refuses a quoted-pair in them). It enforces the
+ * head, header-count and body limits and maps every failure to the status
+ * the client gets (400, 413, 414, 431, 501, 505).
  *
  * The caller owns one contiguous input buffer. A message's method, target
  * and headers are recorded as spans: offsets relative to the first byte of
@@ -50,7 +54,7 @@ typedef struct mp_http1_msg {
   uint8_t method; /* llhttp_method_t */
   uint8_t http_major;
   uint8_t http_minor;
-  bool keep_alive;     /* valid from MP_H1_HEAD on */
+  bool keep_alive;     /* valid from MP_H1_HEAD on; trailers never change it */
   bool chunked;
   bool upgrade;
   bool expect_continue; /* Expect: 100-continue, and no 100 sent yet */
@@ -101,6 +105,9 @@ typedef struct mp_http1 {
   bool in_value;         /* last header span was a value */
   bool saw_version;      /* the request line had an HTTP-version */
   bool head_done;        /* MP_H1_HEAD not reported yet */
+  uint8_t chunk_line;    /* where in a chunk-size line the core is; 0: in none */
+  bool last_chunk;       /* the last chunk is in: trailer fields follow */
+  uint32_t trailer_name; /* bytes of the trailer field name being parsed */
   size_t extra;          /* trailer and chunk-extension bytes so far */
   /* failure */
   int status;        /* HTTP status to answer with, after MP_H1_ERROR */

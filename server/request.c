@@ -428,6 +428,16 @@ static void send_stats(mp_request *r) {
   mp_buf_release(&json);
 }
 
+/* OPTIONS * asks about the server as a whole (RFC 9110 section 9.3.7):
+ * the methods the app's routes serve. */
+static void send_server_options(mp_request *r) {
+  char allow[512];
+  size_t n = mp_router_allow_list(mp_router_methods(r->w->router), allow,
+                                  sizeof allow);
+  mp_response_header(r, "Allow", 5, allow, n);
+  mp_response_send(r, "", 0, NULL);
+}
+
 bool mp_request_start(mp_request *r) {
   mp_worker *w = r->w;
   r->head_only = r->msg.method == HTTP_HEAD;
@@ -443,6 +453,10 @@ bool mp_request_start(mp_request *r) {
   }
   if (is_stats_request(r, path, plen)) {
     send_stats(r);
+    return true;
+  }
+  if (plen == 1 && path[0] == '*') { /* the parser lets only OPTIONS have it */
+    send_server_options(r);
     return true;
   }
   int rc = mp_router_match(w->router, r->msg.method, path, plen, &r->match,
