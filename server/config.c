@@ -12,6 +12,8 @@
 #include <string.h>
 #include <uv.h>
 
+#include "http1.h"
+
 #ifndef MP_VERSION
 #define MP_VERSION "0.0.0"
 #endif
@@ -23,7 +25,8 @@ typedef enum {
   OPT_BYTES,
   OPT_COUNT,
   OPT_PATH,
-  OPT_WORKERS
+  OPT_WORKERS,
+  OPT_SERVER
 } opt_kind;
 
 typedef struct option {
@@ -94,6 +97,9 @@ static const option options[] = {
     {"--access-log", OPT_PATH, "PATH|-",
      "log every request to PATH (- for stdout): Common Log Format, then "
      "seconds, Lua bytes and C bytes"},
+    {"--server-header", OPT_SERVER, "off|NAME",
+     "the Server field of every response: NAME, or none with off "
+     "(default moonport)"},
     {"--stats", OPT_FLAG, NULL,
      "serve GET /__moonport/stats (JSON) to loopback clients"},
     {"--check", OPT_FLAG, NULL, "load the app, print its routes and exit"},
@@ -250,6 +256,21 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       cfg->workers = (unsigned)n;
       return MP_CONFIG_RUN;
     }
+    case OPT_SERVER:
+      if (strcmp(v, "off") == 0) {
+        cfg->server_header = NULL;
+        return MP_CONFIG_RUN;
+      }
+      if (v[0] == '\0' || strlen(v) > MP_H1_SERVER_MAX ||
+          !mp_http1_valid_value(v, strlen(v))) {
+        char why[96];
+        snprintf(why, sizeof why,
+                 "expected off or a field value of 1 to %d bytes, no "
+                 "control bytes", MP_H1_SERVER_MAX);
+        return bad_value(o->name, v, why);
+      }
+      cfg->server_header = v;
+      return MP_CONFIG_RUN;
     case OPT_FLAG:
       break;
   }
@@ -278,6 +299,7 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   cfg->cors = true;
   cfg->journal_size = 1000;
   cfg->watch_delay_ms = 50;
+  cfg->server_header = "moonport";
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];

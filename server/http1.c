@@ -925,7 +925,7 @@ bool mp_http1_valid_name(const char *p, size_t n) {
 bool mp_http1_valid_value(const char *p, size_t n) {
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)p[i];
-    if (c == '\r' || c == '\n' || c == '\0') return false;
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
   }
   return true;
 }
@@ -958,11 +958,31 @@ static size_t put_u64(char *out, uint64_t v) {
     p += sizeof(lit) - 1;                 \
   } while (0)
 
+/* The Server line every head carries, formatted once. */
+static char server_line[sizeof "Server: \r\n" + MP_H1_SERVER_MAX] =
+    "Server: moonport\r\n";
+static size_t server_len = sizeof "Server: moonport\r\n" - 1;
+
+int mp_http1_set_server(const char *value) {
+  if (value == NULL) {
+    server_len = 0;
+    return 0;
+  }
+  size_t n = strlen(value);
+  if (n == 0 || n > MP_H1_SERVER_MAX || !mp_http1_valid_value(value, n))
+    return MP_INVALID;
+  server_len = (size_t)snprintf(server_line, sizeof server_line,
+                                "Server: %s\r\n", value);
+  return 0;
+}
+
 int mp_http1_write_head(mp_buf *out, const mp_http1_head *h) {
   const char *reason = h->reason ? h->reason : mp_http1_reason(h->status);
   size_t rlen = h->reason ? h->reason_len : strlen(reason);
   size_t ctlen = h->content_type ? strlen(h->content_type) : 0;
-  size_t need = 16 + rlen + h->date_len + 16 + ctlen + 40 + h->extra_len + 32;
+  size_t slen = h->own_server ? 0 : server_len;
+  size_t need = 16 + rlen + slen + h->date_len + 16 + ctlen + 40 +
+                h->extra_len + 32;
   if (mp_buf_reserve(out, need) != 0) return MP_NOMEM;
 
   char *p = out->data + out->len;
@@ -976,6 +996,8 @@ int mp_http1_write_head(mp_buf *out, const mp_http1_head *h) {
     p += rlen;
     PUT("\r\n");
   }
+  memcpy(p, server_line, slen);
+  p += slen;
   memcpy(p, h->date, h->date_len);
   p += h->date_len;
   if (h->content_type != NULL) {

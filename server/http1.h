@@ -166,7 +166,8 @@ size_t mp_http1_unescape(char *dst, const char *src, size_t len,
 long mp_http1_query_get(const char *query, size_t qlen, const char *name,
                         size_t nlen, char *dst);
 
-/* True for a valid field-name token / field-value (no CR, LF, NUL). */
+/* True for a valid field-name token / field-value (no control byte but
+ * HTAB: no CR, LF, NUL or DEL). */
 bool mp_http1_valid_name(const char *p, size_t n);
 bool mp_http1_valid_value(const char *p, size_t n);
 
@@ -188,6 +189,7 @@ enum {
 
 typedef struct mp_http1_head {
   int status;
+  bool own_server;    /* extra holds a Server field: the default one is left out */
   const char *reason; /* the reason phrase; NULL for the standard one */
   size_t reason_len;
   const char *date; /* a whole "Date: ...\r\n" line */
@@ -199,8 +201,18 @@ typedef struct mp_http1_head {
   int connection; /* MP_H1_CONN_* */
 } mp_http1_head;
 
-/* Appends the head (status line through the blank line) to out. Returns 0
+/* Appends the head (status line through the blank line) to out, with the
+ * Server field mp_http1_set_server chose unless h->own_server. Returns 0
  * or MP_NOMEM. */
 int mp_http1_write_head(mp_buf *out, const mp_http1_head *h);
+
+#define MP_H1_SERVER_MAX 128 /* bytes of a Server field value */
+
+/* Chooses the Server field of every head written from now on: value, or
+ * none for NULL ("moonport" until called). The line is formatted here,
+ * once. Returns 0, or MP_INVALID (and changes nothing) for a value that is
+ * empty, longer than MP_H1_SERVER_MAX or not a valid field value.
+ * Process-wide: call at startup, before any head is written. */
+int mp_http1_set_server(const char *value);
 
 #endif

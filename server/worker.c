@@ -288,6 +288,7 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
   w->limits.max_header_size = cfg->max_header_size;
   w->limits.max_body_size = cfg->max_body_size;
   w->limits.max_headers = cfg->max_headers;
+  mp_http1_set_server(cfg->server_header); /* checked by mp_config_parse */
   /* Room for a whole head plus the start of what follows it. */
   w->rbuf_size = cfg->max_header_size + 4096;
   mp_pool_init(&w->conn_pool, mp_conn_size(), 1024);

@@ -595,7 +595,8 @@ static void test_heads_out(void) {
   };
   CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
   CHECK_SPAN(out.data, out.len,
-             "HTTP/1.1 404 Not Found\r\nDate: X\r\nContent-Type: application/json\r\n"
+             "HTTP/1.1 404 Not Found\r\nServer: moonport\r\nDate: X\r\n"
+             "Content-Type: application/json\r\n"
              "Content-Length: 21\r\nA: b\r\nConnection: close\r\n\r\n");
   out.len = 0;
   h.status = 200;
@@ -605,8 +606,48 @@ static void test_heads_out(void) {
   h.connection = MP_H1_CONN_KEEPALIVE;
   CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
   CHECK_SPAN(out.data, out.len,
-             "HTTP/1.1 200 OK\r\nDate: X\r\nTransfer-Encoding: chunked\r\n"
-             "Connection: keep-alive\r\n\r\n");
+             "HTTP/1.1 200 OK\r\nServer: moonport\r\nDate: X\r\n"
+             "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n");
+
+  /* The Server field: another name, none, or the handler's own. */
+  out.len = 0;
+  h.content_length = 0;
+  h.connection = MP_H1_CONN_NONE;
+  CHECK_EQ_INT(mp_http1_set_server("edge/2.1 (test)"), 0);
+  CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
+  CHECK_SPAN(out.data, out.len,
+             "HTTP/1.1 200 OK\r\nServer: edge/2.1 (test)\r\nDate: X\r\n"
+             "Content-Length: 0\r\n\r\n");
+  out.len = 0;
+  h.own_server = true;
+  h.extra = "Server: mine\r\n";
+  h.extra_len = 14;
+  CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
+  CHECK_SPAN(out.data, out.len,
+             "HTTP/1.1 200 OK\r\nDate: X\r\nContent-Length: 0\r\n"
+             "Server: mine\r\n\r\n");
+  h.own_server = false;
+  h.extra_len = 0;
+  out.len = 0;
+  CHECK_EQ_INT(mp_http1_set_server(NULL), 0);
+  CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
+  CHECK_SPAN(out.data, out.len,
+             "HTTP/1.1 200 OK\r\nDate: X\r\nContent-Length: 0\r\n\r\n");
+  char longname[MP_H1_SERVER_MAX + 2];
+  memset(longname, 'n', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  CHECK_EQ_INT(mp_http1_set_server(longname), MP_INVALID);
+  CHECK_EQ_INT(mp_http1_set_server(""), MP_INVALID);
+  CHECK_EQ_INT(mp_http1_set_server("a\x01b"), MP_INVALID);
+  CHECK_EQ_INT(mp_http1_set_server("a\r\nX: y"), MP_INVALID);
+  longname[MP_H1_SERVER_MAX] = '\0';
+  CHECK_EQ_INT(mp_http1_set_server(longname), 0);
+  CHECK_EQ_INT(mp_http1_set_server("moonport"), 0);
+  out.len = 0;
+  CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
+  CHECK_SPAN(out.data, out.len,
+             "HTTP/1.1 200 OK\r\nServer: moonport\r\nDate: X\r\n"
+             "Content-Length: 0\r\n\r\n");
   mp_buf_release(&out);
   CHECK_EQ_INT(pool.nused, 0);
   mp_pool_destroy(&pool);
@@ -637,7 +678,14 @@ static void test_decoding(void) {
   CHECK(!mp_http1_valid_name("Bad Name", 8));
   CHECK(!mp_http1_valid_name("", 0));
   CHECK(mp_http1_valid_value("ok value", 8));
+  CHECK(mp_http1_valid_value("tab\there \xc3\xa9", 11));
   CHECK(!mp_http1_valid_value("a\r\nb", 4));
+  /* Every control byte but HTAB, and DEL. */
+  for (int c = 0; c < 0x20; c++) {
+    char v[3] = {'a', (char)c, 'b'};
+    CHECK_EQ_INT(mp_http1_valid_value(v, 3), c == '\t');
+  }
+  CHECK(!mp_http1_valid_value("a\x7f", 2));
 }
 
 int main(void) {
