@@ -41,7 +41,8 @@ static const option options[] = {
      "worker processes, each with its own listener, loop and Lua state "
      "(default 1; auto: one per usable CPU)"},
     {"--listen", OPT_LISTEN, "HOST:PORT",
-     "address to listen on (default 127.0.0.1:8080; port 0 picks a free one)"},
+     "address to listen on, an IP address or a name resolved at startup "
+     "(default 127.0.0.1:8080; port 0 picks a free one)"},
     {"--idle-timeout", OPT_SECONDS, "SECONDS",
      "close a keep-alive connection idle this long (default 60)"},
     {"--header-timeout", OPT_SECONDS, "SECONDS",

@@ -109,10 +109,13 @@ void mp_release_startup_pages(void);
 
 /* Opens a TCP socket bound to host:port with SO_REUSEADDR (and
  * SO_REUSEPORT when reuseport), not listening yet, and stores it in *fd
- * and the port it got in *bound_port. Prints the reason to stderr and
- * returns a negative code on failure. */
+ * and the port it got in *bound_port; with bound_addr (INET6_ADDRSTRLEN
+ * bytes), the address it got, as text. host is an IP address, or a name:
+ * getaddrinfo resolves it, and the socket binds the first IPv4 address,
+ * else the first IPv6 one. Prints the reason to stderr and returns a
+ * negative code on failure. */
 int mp_listen_socket(const char *host, int port, bool reuseport, int *fd,
-                     int *bound_port);
+                     int *bound_port, char *bound_addr);
 
 /* Frees everything mp_worker_init made. */
 void mp_worker_destroy(mp_worker *w);
