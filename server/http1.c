@@ -63,7 +63,23 @@ enum {
 
 static mp_http1 *from_parser(llhttp_t *p) { return (mp_http1 *)p->data; }
 
-static bool is_tchar(unsigned char c);
+/* Byte classes as tables: one load per byte, since Host is checked on
+ * every request. */
+#define ALNUM ['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 1
+/* RFC 9110 tchar. */
+static const uint8_t TCHAR[256] = {
+    ALNUM,    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1,
+    ['\''] = 1, ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1,
+    ['_'] = 1, ['`'] = 1, ['|'] = 1, ['~'] = 1};
+/* RFC 3986 unreserved and sub-delims: what a reg-name holds besides
+ * percent-encodings. */
+static const uint8_t REG_NAME[256] = {
+    ALNUM,    ['-'] = 1, ['.'] = 1, ['_'] = 1, ['~'] = 1, ['!'] = 1,
+    ['$'] = 1, ['&'] = 1, ['\''] = 1, ['('] = 1, [')'] = 1, ['*'] = 1,
+    ['+'] = 1, [','] = 1, [';'] = 1, ['='] = 1};
+#undef ALNUM
+
+static bool is_tchar(unsigned char c) { return TCHAR[c] != 0; }
 
 static int fail(mp_http1 *h, int status, const char *error) {
   h->status = status;
@@ -230,13 +246,6 @@ static bool is_hex(unsigned char c) {
   return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
 }
 
-/* RFC 3986 unreserved and sub-delims: what a reg-name holds besides
- * percent-encodings. */
-static bool reg_name_char(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || (c != 0 && strchr("-._~!$&'()*+,;=", c));
-}
-
 /* An IP-literal without its brackets: an IPv6 address or an IPvFuture. */
 static bool valid_ip_literal(const char *p, size_t n) {
   if (n > 0 && (p[0] == 'v' || p[0] == 'V')) {
@@ -244,7 +253,7 @@ static bool valid_ip_literal(const char *p, size_t n) {
     while (i < n && is_hex((unsigned char)p[i])) i++;
     if (i == 1 || i + 1 >= n || p[i] != '.') return false;
     for (i++; i < n; i++)
-      if (p[i] != ':' && !reg_name_char((unsigned char)p[i])) return false;
+      if (p[i] != ':' && !REG_NAME[(unsigned char)p[i]]) return false;
     return true;
   }
   char text[INET6_ADDRSTRLEN];
@@ -266,16 +275,16 @@ static bool valid_authority(const char *v, size_t n) {
       return false;
     i = (size_t)(end - v) + 1;
   } else {
-    while (i < n && v[i] != ':') {
-      if (v[i] == '%') {
+    while (i < n) {
+      if (REG_NAME[(unsigned char)v[i]]) {
+        i++;
+      } else if (v[i] == '%') {
         if (i + 2 >= n || !is_hex((unsigned char)v[i + 1]) ||
             !is_hex((unsigned char)v[i + 2]))
           return false;
         i += 3;
-      } else if (reg_name_char((unsigned char)v[i])) {
-        i++;
       } else {
-        return false;
+        break; /* the port's ':', or a byte that fails below */
       }
     }
     if (i == 0) return false; /* http URIs need a host (RFC 9110 4.2.1) */
@@ -905,14 +914,6 @@ long mp_http1_query_get(const char *query, size_t qlen, const char *name,
     i = end + 1;
   }
   return -1;
-}
-
-/* RFC 9110 tchar. */
-static bool is_tchar(unsigned char c) {
-  if (c >= 'a' && c <= 'z') return true;
-  if (c >= 'A' && c <= 'Z') return true;
-  if (c >= '0' && c <= '9') return true;
-  return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
 bool mp_http1_valid_name(const char *p, size_t n) {

@@ -357,6 +357,16 @@ static void test_host(void) {
                         "xn--bcher-kva.example", ""};
   expect_each("GET / HTTP/1.1\r\nHost: %s\r\n\r\n", bad, COUNT(bad), 400);
   expect_each("GET / HTTP/1.1\r\nHost: %s\r\n\r\n", good, COUNT(good), 0);
+  /* Byte by byte: a reg-name holds unreserved and sub-delims characters
+   * (RFC 3986 section 3.2.2); ':', '%' and '[' mean something else. */
+  for (int c = 0x21; c < 0x7f; c++) {
+    char req[64];
+    snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: a%cb\r\n\r\n", c);
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || strchr("-._~!$&'()*+,;=", c);
+    if (ok) expect_message(req);
+    else expect_error(req, 400, 0);
+  }
   /* An absolute-form target's authority is held to the same rule. */
   const char *bad_targets[] = {"http://user@example.test/p", "http:///p",
                                "http://:80/p", "http://example.test:x/p",
@@ -674,6 +684,13 @@ static void test_decoding(void) {
   CHECK_EQ_INT(mp_http1_query_get(q, strlen(q), "e", 1, dst), 0);
   CHECK_EQ_INT(mp_http1_query_get(q, strlen(q), "nope", 4, dst), -1);
   CHECK_EQ_INT(mp_http1_query_get("", 0, "q", 1, dst), -1);
+  /* tchar (RFC 9110 section 5.6.2), byte by byte. */
+  for (int c = 0; c < 256; c++) {
+    char name = (char)c;
+    bool tchar = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9') || (c != 0 && strchr("!#$%&'*+-.^_`|~", c));
+    CHECK_EQ_INT(mp_http1_valid_name(&name, 1), tchar);
+  }
   CHECK(mp_http1_valid_name("X-Custom_1", 10));
   CHECK(!mp_http1_valid_name("Bad Name", 8));
   CHECK(!mp_http1_valid_name("", 0));
