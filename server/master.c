@@ -533,7 +533,7 @@ static void on_files_changed(void *ud) { reload(ud, "files changed"); }
  * serves, and the two would silently split its traffic: a first bind
  * without it makes sure the port is free. */
 static int hold_port(master *m) {
-  char probed[INET6_ADDRSTRLEN], addr[INET6_ADDRSTRLEN];
+  char probed[MP_LISTEN_ADDR_MAX], addr[MP_LISTEN_ADDR_MAX];
   const char *host = m->cfg->host;
   int port = 0, probe;
   if (m->cfg->port != 0) {

@@ -226,14 +226,18 @@ static void raise_fd_limit(const mp_config *cfg) {
            cfg->max_connections);
 }
 
-/* host:port as a socket address: an IP address as it is, or a name
- * resolved with getaddrinfo, which gives the first IPv4 address the name
- * has, else its first IPv6 one (a listener binds one address). Prints the
- * reason to stderr and returns a negative code when there is none. */
-static int resolve(const char *host, int port, struct sockaddr_storage *addr) {
+/* host:port as a socket address: an IP address as it is (*named stays
+ * false), or a name resolved with getaddrinfo, which gives the first IPv4
+ * address the name has, else its first IPv6 one (a listener binds one
+ * address). Prints the reason to stderr and returns a negative code when
+ * there is none. */
+static int resolve(const char *host, int port, struct sockaddr_storage *addr,
+                   bool *named) {
+  *named = false;
   if (uv_ip4_addr(host, port, (struct sockaddr_in *)addr) == 0 ||
       uv_ip6_addr(host, port, (struct sockaddr_in6 *)addr) == 0)
     return 0;
+  *named = true;
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
   struct addrinfo *res;
   int rc = getaddrinfo(host, NULL, &hints, &res);
@@ -265,7 +269,8 @@ int mp_listen_socket(const char *host, int port, bool reuseport, int *fd,
                      int *bound_port, char *bound_addr) {
   struct sockaddr_storage addr;
   int s = -1;
-  int rc = resolve(host, port, &addr);
+  bool named;
+  int rc = resolve(host, port, &addr, &named);
   if (rc != 0) return rc;
   socklen_t len = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                               : sizeof(struct sockaddr_in);
@@ -283,10 +288,14 @@ int mp_listen_socket(const char *host, int port, bool reuseport, int *fd,
   *bound_port = ntohs(addr.ss_family == AF_INET6
                           ? ((struct sockaddr_in6 *)&addr)->sin6_port
                           : ((struct sockaddr_in *)&addr)->sin_port);
-  if (bound_addr != NULL && addr.ss_family == AF_INET6)
-    uv_ip6_name((struct sockaddr_in6 *)&addr, bound_addr, INET6_ADDRSTRLEN);
+  /* An address given as one is kept as written: an IPv6 zone ("%eth0")
+   * would not survive the round trip. */
+  if (bound_addr != NULL && !named)
+    snprintf(bound_addr, MP_LISTEN_ADDR_MAX, "%s", host);
+  else if (bound_addr != NULL && addr.ss_family == AF_INET6)
+    uv_ip6_name((struct sockaddr_in6 *)&addr, bound_addr, MP_LISTEN_ADDR_MAX);
   else if (bound_addr != NULL)
-    uv_ip4_name((struct sockaddr_in *)&addr, bound_addr, INET6_ADDRSTRLEN);
+    uv_ip4_name((struct sockaddr_in *)&addr, bound_addr, MP_LISTEN_ADDR_MAX);
   *fd = s;
   return 0;
 
