@@ -12,6 +12,8 @@
 #include <string.h>
 #include <uv.h>
 
+#include "http1.h"
+
 #ifndef MP_VERSION
 #define MP_VERSION "0.0.0"
 #endif
@@ -23,7 +25,8 @@ typedef enum {
   OPT_BYTES,
   OPT_COUNT,
   OPT_PATH,
-  OPT_WORKERS
+  OPT_WORKERS,
+  OPT_SERVER
 } opt_kind;
 
 typedef struct option {
@@ -38,7 +41,8 @@ static const option options[] = {
      "worker processes, each with its own listener, loop and Lua state "
      "(default 1; auto: one per usable CPU)"},
     {"--listen", OPT_LISTEN, "HOST:PORT",
-     "address to listen on (default 127.0.0.1:8080; port 0 picks a free one)"},
+     "address to listen on, an IP address or a name resolved at startup "
+     "(default 127.0.0.1:8080; port 0 picks a free one)"},
     {"--idle-timeout", OPT_SECONDS, "SECONDS",
      "close a keep-alive connection idle this long (default 60)"},
     {"--header-timeout", OPT_SECONDS, "SECONDS",
@@ -100,6 +104,9 @@ static const option options[] = {
     {"--access-log", OPT_PATH, "PATH|-",
      "log every request to PATH (- for stdout): Common Log Format, then "
      "seconds, Lua bytes and C bytes"},
+    {"--server-header", OPT_SERVER, "off|NAME",
+     "the Server field of every response: NAME, or none with off "
+     "(default moonport)"},
     {"--stats", OPT_FLAG, NULL,
      "serve GET /__moonport/stats (JSON) to loopback clients"},
     {"--check", OPT_FLAG, NULL, "load the app, print its routes and exit"},
@@ -260,6 +267,21 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       cfg->workers = (unsigned)n;
       return MP_CONFIG_RUN;
     }
+    case OPT_SERVER:
+      if (strcmp(v, "off") == 0) {
+        cfg->server_header = NULL;
+        return MP_CONFIG_RUN;
+      }
+      if (v[0] == '\0' || strlen(v) > MP_H1_SERVER_MAX ||
+          !mp_http1_valid_value(v, strlen(v))) {
+        char why[96];
+        snprintf(why, sizeof why,
+                 "expected off or a field value of 1 to %d bytes, no "
+                 "control bytes", MP_H1_SERVER_MAX);
+        return bad_value(o->name, v, why);
+      }
+      cfg->server_header = v;
+      return MP_CONFIG_RUN;
     case OPT_FLAG:
       break;
   }
@@ -290,6 +312,7 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   cfg->cors = true;
   cfg->journal_size = 1000;
   cfg->watch_delay_ms = 50;
+  cfg->server_header = "moonport";
 
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];

@@ -20,6 +20,7 @@ typedef struct mp_config {
   bool debug;      /* error details in 500 responses, X-Moonport-Alloc */
   bool stats;      /* serve GET /__moonport/stats to loopback clients */
   const char *access_log; /* path, "-" for stdout, NULL for none */
+  const char *server_header; /* the Server field's value, NULL for none */
   const char *error_log;  /* path, NULL for stderr */
   unsigned workers;       /* worker processes; 0 until "auto" is resolved */
   bool workers_auto;      /* --workers auto: one per usable CPU */

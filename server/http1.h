@@ -3,9 +3,13 @@
  *
  * mp_http1 wraps llhttp (strict mode, no lenient flag) and adds what
  * llhttp 8.1.0 lets through: a pre-scan of every head byte rejects NUL, a CR
- * not followed by LF, and obs-fold, before llhttp sees the byte. It enforces
- * the head, header-count and body limits and maps every failure to the
- * status the client gets (400, 413, 414, 431, 505).
+ * not followed by LF, and obs-fold, before llhttp sees the byte. It checks
+ * what llhttp leaves to the server (Host and an absolute-form authority,
+ * the request-target forms, Expect, the codings of Transfer-Encoding, the
+ * Connection options) and parses chunk extensions itself, by their RFC 9112
+ * grammar (llhttp 8.1.0 refuses a quoted-pair in them). It enforces the
+ * head, header-count and body limits and maps every failure to the status
+ * the client gets (400, 413, 414, 431, 501, 505).
  *
  * The caller owns one contiguous input buffer. A message's method, target
  * and headers are recorded as spans: offsets relative to the first byte of
@@ -50,7 +54,7 @@ typedef struct mp_http1_msg {
   uint8_t method; /* llhttp_method_t */
   uint8_t http_major;
   uint8_t http_minor;
-  bool keep_alive;     /* valid from MP_H1_HEAD on */
+  bool keep_alive;     /* valid from MP_H1_HEAD on; trailers never change it */
   bool chunked;
   bool upgrade;
   bool expect_continue; /* Expect: 100-continue, and no 100 sent yet */
@@ -101,6 +105,9 @@ typedef struct mp_http1 {
   bool in_value;         /* last header span was a value */
   bool saw_version;      /* the request line had an HTTP-version */
   bool head_done;        /* MP_H1_HEAD not reported yet */
+  uint8_t chunk_line;    /* where in a chunk-size line the core is; 0: in none */
+  bool last_chunk;       /* the last chunk is in: trailer fields follow */
+  uint32_t trailer_name; /* bytes of the trailer field name being parsed */
   size_t extra;          /* trailer and chunk-extension bytes so far */
   /* failure */
   int status;        /* HTTP status to answer with, after MP_H1_ERROR */
@@ -159,7 +166,8 @@ size_t mp_http1_unescape(char *dst, const char *src, size_t len,
 long mp_http1_query_get(const char *query, size_t qlen, const char *name,
                         size_t nlen, char *dst);
 
-/* True for a valid field-name token / field-value (no CR, LF, NUL). */
+/* True for a valid field-name token / field-value (no control byte but
+ * HTAB: no CR, LF, NUL or DEL). */
 bool mp_http1_valid_name(const char *p, size_t n);
 bool mp_http1_valid_value(const char *p, size_t n);
 
@@ -181,6 +189,7 @@ enum {
 
 typedef struct mp_http1_head {
   int status;
+  bool own_server;    /* extra holds a Server field: the default one is left out */
   const char *reason; /* the reason phrase; NULL for the standard one */
   size_t reason_len;
   const char *date; /* a whole "Date: ...\r\n" line */
@@ -192,8 +201,18 @@ typedef struct mp_http1_head {
   int connection; /* MP_H1_CONN_* */
 } mp_http1_head;
 
-/* Appends the head (status line through the blank line) to out. Returns 0
+/* Appends the head (status line through the blank line) to out, with the
+ * Server field mp_http1_set_server chose unless h->own_server. Returns 0
  * or MP_NOMEM. */
 int mp_http1_write_head(mp_buf *out, const mp_http1_head *h);
+
+#define MP_H1_SERVER_MAX 128 /* bytes of a Server field value */
+
+/* Chooses the Server field of every head written from now on: value, or
+ * none for NULL ("moonport" until called). The line is formatted here,
+ * once. Returns 0, or MP_INVALID (and changes nothing) for a value that is
+ * empty, longer than MP_H1_SERVER_MAX or not a valid field value.
+ * Process-wide: call at startup, before any head is written. */
+int mp_http1_set_server(const char *value);
 
 #endif

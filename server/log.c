@@ -146,6 +146,29 @@ void mp_access_log_flush(void) {
   access_len = 0;
 }
 
+/* Copies src into dst as nginx writes a quoted log field: '"', '\\',
+ * control bytes and bytes from 0x7f up as \xHH, so the field stays one
+ * quoted string whatever the request held. Stops before an escape that
+ * would pass cap. Returns the bytes written. */
+static size_t escape_field(char *dst, size_t cap, const char *src, size_t n) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)src[i];
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      if (o + 1 > cap) break;
+      dst[o++] = (char)c;
+    } else {
+      if (o + 4 > cap) break;
+      dst[o++] = '\\';
+      dst[o++] = 'x';
+      dst[o++] = hex[c >> 4];
+      dst[o++] = hex[c & 15];
+    }
+  }
+  return o;
+}
+
 void mp_access_log(const char *host, const char *request, size_t reqlen,
                    int status, uint64_t bytes, double seconds,
                    uint64_t lua_bytes, uint64_t c_bytes) {
@@ -165,15 +188,18 @@ void mp_access_log(const char *host, const char *request, size_t reqlen,
     access_sec = now;
   }
   if (access_len + ACCESS_LINE_MAX > ACCESS_BUF) mp_access_log_flush();
-  if (reqlen > ACCESS_LINE_MAX - 256) reqlen = ACCESS_LINE_MAX - 256;
+  /* The line in three parts: up to the request's quote, the request, and
+   * the figures after it, which always fit in the 256 bytes left. */
   char *p = access_buf + access_len;
-  int n = snprintf(p, ACCESS_LINE_MAX,
-                   "%s - - [%s] \"%.*s\" %d %llu %.6f %llu %llu %u\n", host,
-                   access_stamp, (int)reqlen, request, status,
-                   (unsigned long long)bytes, seconds,
-                   (unsigned long long)lua_bytes, (unsigned long long)c_bytes,
-                   process_worker);
-  if (n > 0) access_len += (size_t)n < ACCESS_LINE_MAX ? (size_t)n : ACCESS_LINE_MAX - 1;
+  int n = snprintf(p, 256, "%s - - [%s] \"", host, access_stamp);
+  if (n <= 0) return;
+  size_t len = (size_t)n < 256 ? (size_t)n : 255;
+  len += escape_field(p + len, ACCESS_LINE_MAX - 256 - len, request, reqlen);
+  n = snprintf(p + len, 256, "\" %d %llu %.6f %llu %llu %u\n", status,
+               (unsigned long long)bytes, seconds,
+               (unsigned long long)lua_bytes, (unsigned long long)c_bytes,
+               process_worker);
+  if (n > 0 && n < 256) access_len += len + (size_t)n;
 }
 
 void mp_access_log_close(void) {

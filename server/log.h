@@ -43,7 +43,9 @@ int mp_access_log_enabled(void);
 /* Queues one line: Common Log Format ("host - - [time] \"request\"
  * status bytes"), then the seconds the request took, its Lua and C bytes
  * and the id of the worker that served it. request is the request line
- * without its CRLF, or "-". Lines are written in batches
+ * without its CRLF, or "-"; in the line, '"', '\\', control bytes and
+ * bytes from 0x7f up are written \xHH, as nginx does, and it is cut to
+ * fit a line of 4 KiB. Lines are written in batches
  * (mp_access_log_flush). */
 void mp_access_log(const char *host, const char *request, size_t reqlen,
                    int status, uint64_t bytes, double seconds,

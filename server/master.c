@@ -571,23 +571,27 @@ static void reload(master *m, const char *why) {
 static void on_files_changed(void *ud) { reload(ud, "files changed"); }
 
 /* Binds (without listening) the address every worker will bind, and
- * writes the resolved "host:port" into listen_arg. SO_REUSEPORT would let
- * a second moonport of the same user bind a port the first one serves,
- * and the two would silently split its traffic: a first bind without it
- * makes sure the port is free. */
+ * writes the resolved "address:port" into listen_arg: a host name is
+ * resolved here, once, and workers get the address it gave. SO_REUSEPORT
+ * would let a second moonport of the same user bind a port the first one
+ * serves, and the two would silently split its traffic: a first bind
+ * without it makes sure the port is free. */
 static int hold_port(master *m) {
+  char probed[MP_LISTEN_ADDR_MAX], addr[MP_LISTEN_ADDR_MAX];
+  const char *host = m->cfg->host;
   int port = 0, probe;
   if (m->cfg->port != 0) {
-    if (mp_listen_socket(m->cfg->host, m->cfg->port, false, &probe, &port) != 0)
+    if (mp_listen_socket(host, m->cfg->port, false, &probe, &port, probed) != 0)
       return 1;
     close(probe);
+    host = probed;
   }
-  int rc = mp_listen_socket(m->cfg->host, m->cfg->port, true, &m->reserve_fd,
-                            &port);
+  int rc = mp_listen_socket(host, m->cfg->port, true, &m->reserve_fd, &port,
+                            addr);
   if (rc != 0) return 1;
-  bool v6 = strchr(m->cfg->host, ':') != NULL;
+  bool v6 = strchr(addr, ':') != NULL;
   snprintf(m->listen_arg, sizeof m->listen_arg, "%s%s%s:%d", v6 ? "[" : "",
-           m->cfg->host, v6 ? "]" : "", port);
+           addr, v6 ? "]" : "", port);
   return 0;
 }
 

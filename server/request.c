@@ -67,6 +67,7 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
   r->reason_len = 0;
   r->res = MP_RES_NEW;
   r->head_only = r->keep_alive = r->type_set = r->length_set = false;
+  r->server_set = false;
   r->chunked = false;
   r->declared = -1;
   r->sent = 0;
@@ -177,6 +178,7 @@ static int write_head(mp_request *r, const char *content_type,
   h.content_length = body_allowed(r->status) ? length : MP_H1_LENGTH_NONE;
   h.extra = r->headers.data;
   h.extra_len = r->headers.len;
+  h.own_server = r->server_set;
   h.connection = connection_mode(r);
   return mp_http1_write_head(mp_conn_out(r->conn), &h);
 }
@@ -204,6 +206,21 @@ static bool name_is(const char *name, size_t nlen, const char *lit) {
   return strlen(lit) == nlen && mp_http1_ieq(name, lit, nlen);
 }
 
+/* Removes the line of the field called lit from b (lines end in CRLF). */
+static void drop_field(mp_buf *b, const char *lit) {
+  size_t nlen = strlen(lit);
+  for (size_t i = 0; i < b->len;) {
+    char *line = b->data + i;
+    size_t len = (size_t)((char *)memchr(line, '\n', b->len - i) - line) + 1;
+    if (len > nlen && line[nlen] == ':' && mp_http1_ieq(line, lit, nlen)) {
+      memmove(line, line + len, b->len - i - len);
+      b->len -= len;
+      return;
+    }
+    i += len;
+  }
+}
+
 int mp_response_header(mp_request *r, const char *name, size_t nlen,
                        const char *value, size_t vlen) {
   if (r->res != MP_RES_NEW) return MP_STATE;
@@ -226,7 +243,12 @@ int mp_response_header(mp_request *r, const char *name, size_t nlen,
     if (vlen == 5 && mp_http1_ieq(value, "close", 5)) r->keep_alive = false;
     return 0; /* the core writes Connection itself */
   }
-  if (name_is(name, nlen, "Content-Type")) r->type_set = true;
+  if (name_is(name, nlen, "Content-Type")) {
+    /* One Content-Type on the wire (RFC 9110 section 8.3): the last set. */
+    if (r->type_set) drop_field(&r->headers, "Content-Type");
+    r->type_set = true;
+  }
+  if (name_is(name, nlen, "Server")) r->server_set = true;
   mp_buf *b = &r->headers;
   if (mp_buf_reserve(b, nlen + vlen + 4) != 0) return MP_NOMEM;
   memcpy(b->data + b->len, name, nlen);
@@ -449,6 +471,16 @@ static void send_stats(mp_request *r) {
   mp_buf_release(&json);
 }
 
+/* OPTIONS * asks about the server as a whole (RFC 9110 section 9.3.7):
+ * the methods the app's routes serve. */
+static void send_server_options(mp_request *r) {
+  char allow[512];
+  size_t n = mp_router_allow_list(mp_router_methods(r->w->router), allow,
+                                  sizeof allow);
+  mp_response_header(r, "Allow", 5, allow, n);
+  mp_response_send(r, "", 0, NULL);
+}
+
 bool mp_request_start(mp_request *r) {
   mp_worker *w = r->w;
   r->head_only = r->msg.method == HTTP_HEAD;
@@ -464,6 +496,10 @@ bool mp_request_start(mp_request *r) {
   }
   if (is_stats_request(r, path, plen)) {
     send_stats(r);
+    return true;
+  }
+  if (plen == 1 && path[0] == '*') { /* the parser lets only OPTIONS have it */
+    send_server_options(r);
     return true;
   }
   int rc = mp_router_match(w->router, r->msg.method, path, plen, &r->match,

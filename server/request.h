@@ -80,6 +80,7 @@ struct mp_request {
   bool head_only;     /* HEAD: everything but the body bytes */
   bool keep_alive;    /* false: the connection closes after this response */
   bool type_set;      /* the handler set Content-Type */
+  bool server_set;    /* the handler set Server: no default one */
   bool length_set;    /* the handler declared Content-Length */
   bool chunked;       /* streaming with chunked framing */
   int64_t declared;   /* the declared Content-Length */

@@ -29,6 +29,7 @@ struct mp_router {
   node root;
   mp_route *routes;
   unsigned nroutes;
+  uint64_t methods; /* every route's method, HEAD with GET's */
 };
 
 mp_router *mp_router_new(void) { return calloc(1, sizeof(mp_router)); }
@@ -177,6 +178,8 @@ int mp_router_add(mp_router *r, const char *method, const char *pattern,
   n->routes[n->nroutes++] = r->nroutes;
   route.index = r->nroutes;
   r->routes[r->nroutes++] = route;
+  r->methods |= 1ull << m;
+  if (m == HTTP_GET) r->methods |= 1ull << HTTP_HEAD;
   return 0;
 
 err:
@@ -211,6 +214,17 @@ static bool serves(const mp_router *r, const node *n, uint8_t method,
   return false;
 }
 
+/* A splat child of n takes the rest of the path from s (possibly empty). */
+static bool splat(const mp_router *r, const node *n, uint8_t method,
+                  size_t s, size_t len, mp_route_match *m, uint64_t *allow) {
+  if (n->splat == NULL || n->splat->nroutes == 0) return false;
+  unsigned k = m->nparams++;
+  m->params[k] = (mp_span){(uint32_t)s, (uint32_t)(len - s)};
+  if (serves(r, n->splat, method, m, allow)) return true;
+  m->nparams = k;
+  return false;
+}
+
 /* pos is the index of the '/' before the next segment, or len. */
 static bool walk(const mp_router *r, const node *n, uint8_t method,
                  const char *path, size_t len, size_t pos, mp_route_match *m,
@@ -232,13 +246,7 @@ static bool walk(const mp_router *r, const node *n, uint8_t method,
     if (walk(r, n->param, method, path, len, e, m, allow)) return true;
     m->nparams = k;
   }
-  if (n->splat != NULL && n->splat->nroutes > 0) {
-    unsigned k = m->nparams++;
-    m->params[k] = (mp_span){(uint32_t)s, (uint32_t)(len - s)};
-    if (serves(r, n->splat, method, m, allow)) return true;
-    m->nparams = k;
-  }
-  return false;
+  return splat(r, n, method, s, len, m, allow);
 }
 
 int mp_router_match(const mp_router *r, uint8_t method, const char *path,
@@ -247,11 +255,19 @@ int mp_router_match(const mp_router *r, uint8_t method, const char *path,
   m->nparams = 0;
   m->route = NULL;
   if (len == 0 || path[0] != '/') return MP_NOT_FOUND;
-  /* "/" is the root itself; otherwise walk from the first '/'. */
-  size_t pos = len == 1 ? 1 : 0;
-  if (walk(r, &r->root, method, path, len, pos, m, allow)) return 0;
+  if (len == 1) {
+    /* "/" is the root itself, and the root's splat with nothing after
+     * the '/', as "/files/" is for a splat after "/files". */
+    if ((r->root.nroutes > 0 && serves(r, &r->root, method, m, allow)) ||
+        splat(r, &r->root, method, 1, 1, m, allow))
+      return 0;
+  } else if (walk(r, &r->root, method, path, len, 0, m, allow)) {
+    return 0;
+  }
   return *allow != 0 ? MP_DECLINED : MP_NOT_FOUND;
 }
+
+uint64_t mp_router_methods(const mp_router *r) { return r->methods; }
 
 size_t mp_router_allow_list(uint64_t allow, char *out, size_t cap) {
   size_t o = 0;

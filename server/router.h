@@ -4,9 +4,11 @@
  *
  * Patterns are '/'-separated segments: a literal ("users"), a parameter
  * (":id", one non-empty segment) or, as the last segment only, a splat
- * ("*rest", the remainder of the path, possibly empty). When several routes
- * could match, a literal segment beats a parameter, which beats a splat,
- * segment by segment from the left, backtracking when a branch dead-ends.
+ * ("*rest", the remainder of the path, possibly empty: a splat right
+ * after the root matches "/" as one after "/files" matches "/files/").
+ * When several routes could match, a literal segment beats a parameter,
+ * which beats a splat, segment by segment from the left, backtracking when
+ * a branch dead-ends.
  *
  * Paths are matched as sent (still percent-encoded); parameter values are
  * spans of the path, decoded by whoever reads them. HEAD is served by a GET
@@ -57,6 +59,9 @@ int mp_router_add(mp_router *r, const char *method, const char *pattern,
  * (1 << llhttp_method_t) that would match. */
 int mp_router_match(const mp_router *r, uint8_t method, const char *path,
                     size_t len, mp_route_match *m, uint64_t *allow);
+
+/* The methods the routes serve, as an allow mask: HEAD where GET is. */
+uint64_t mp_router_methods(const mp_router *r);
 
 /* Writes the methods of an allow mask as "GET, HEAD, POST" into out;
  * returns the length. */

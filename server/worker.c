@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -244,16 +245,52 @@ static void raise_fd_limit(const mp_config *cfg) {
            cfg->max_connections);
 }
 
+/* host:port as a socket address: an IP address as it is (*named stays
+ * false), or a name resolved with getaddrinfo, which gives the first IPv4
+ * address the name has, else its first IPv6 one (a listener binds one
+ * address). Prints the reason to stderr and returns a negative code when
+ * there is none. */
+static int resolve(const char *host, int port, struct sockaddr_storage *addr,
+                   bool *named) {
+  *named = false;
+  if (uv_ip4_addr(host, port, (struct sockaddr_in *)addr) == 0 ||
+      uv_ip6_addr(host, port, (struct sockaddr_in6 *)addr) == 0)
+    return 0;
+  *named = true;
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+  struct addrinfo *res;
+  int rc = getaddrinfo(host, NULL, &hints, &res);
+  if (rc != 0) {
+    fprintf(stderr, "moonport: --listen: cannot resolve '%s': %s\n", host,
+            gai_strerror(rc));
+    return UV_EINVAL;
+  }
+  const struct addrinfo *v4 = NULL, *v6 = NULL;
+  for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+    if (ai->ai_family == AF_INET && v4 == NULL) v4 = ai;
+    if (ai->ai_family == AF_INET6 && v6 == NULL) v6 = ai;
+  }
+  const struct addrinfo *pick = v4 != NULL ? v4 : v6;
+  if (pick != NULL) {
+    memcpy(addr, pick->ai_addr, pick->ai_addrlen);
+    if (pick->ai_family == AF_INET)
+      ((struct sockaddr_in *)addr)->sin_port = htons((uint16_t)port);
+    else
+      ((struct sockaddr_in6 *)addr)->sin6_port = htons((uint16_t)port);
+  } else {
+    fprintf(stderr, "moonport: --listen: '%s' has no IP address\n", host);
+  }
+  freeaddrinfo(res);
+  return pick != NULL ? 0 : UV_EINVAL;
+}
+
 int mp_listen_socket(const char *host, int port, bool reuseport, int *fd,
-                     int *bound_port) {
+                     int *bound_port, char *bound_addr) {
   struct sockaddr_storage addr;
   int s = -1;
-  int rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
-  if (rc != 0) rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
-  if (rc != 0) {
-    fprintf(stderr, "moonport: --listen: '%s' is not an IP address\n", host);
-    return rc;
-  }
+  bool named;
+  int rc = resolve(host, port, &addr, &named);
+  if (rc != 0) return rc;
   socklen_t len = addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                               : sizeof(struct sockaddr_in);
   int one = 1;
@@ -270,6 +307,14 @@ int mp_listen_socket(const char *host, int port, bool reuseport, int *fd,
   *bound_port = ntohs(addr.ss_family == AF_INET6
                           ? ((struct sockaddr_in6 *)&addr)->sin6_port
                           : ((struct sockaddr_in *)&addr)->sin_port);
+  /* An address given as one is kept as written: an IPv6 zone ("%eth0")
+   * would not survive the round trip. */
+  if (bound_addr != NULL && !named)
+    snprintf(bound_addr, MP_LISTEN_ADDR_MAX, "%s", host);
+  else if (bound_addr != NULL && addr.ss_family == AF_INET6)
+    uv_ip6_name((struct sockaddr_in6 *)&addr, bound_addr, MP_LISTEN_ADDR_MAX);
+  else if (bound_addr != NULL)
+    uv_ip4_name((struct sockaddr_in *)&addr, bound_addr, MP_LISTEN_ADDR_MAX);
   *fd = s;
   return 0;
 
@@ -282,7 +327,7 @@ err:
 
 static int listen_on(mp_worker *w) {
   int fd, port;
-  int rc = mp_listen_socket(w->cfg->host, w->cfg->port, true, &fd, &port);
+  int rc = mp_listen_socket(w->cfg->host, w->cfg->port, true, &fd, &port, NULL);
   if (rc != 0) return rc;
   uv_tcp_init(w->loop, &w->listener);
   w->listener.data = w;
@@ -307,6 +352,7 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
   w->limits.max_header_size = cfg->max_header_size;
   w->limits.max_body_size = cfg->max_body_size;
   w->limits.max_headers = cfg->max_headers;
+  mp_http1_set_server(cfg->server_header); /* checked by mp_config_parse */
   /* Room for a whole head plus the start of what follows it. */
   w->rbuf_size = cfg->max_header_size + 4096;
   mp_pool_init(&w->conn_pool, mp_conn_size(), 1024);

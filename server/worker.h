@@ -109,12 +109,17 @@ void mp_worker_release_vm(mp_worker *w, mp_vm *vm);
  * cache), so a process's resident size is what it serves with. */
 void mp_release_startup_pages(void);
 
+#define MP_LISTEN_ADDR_MAX 64 /* an IP address as text, with an IPv6 zone */
+
 /* Opens a TCP socket bound to host:port with SO_REUSEADDR (and
  * SO_REUSEPORT when reuseport), not listening yet, and stores it in *fd
- * and the port it got in *bound_port. Prints the reason to stderr and
+ * and the port it got in *bound_port; with bound_addr (MP_LISTEN_ADDR_MAX
+ * bytes), the address it bound, as text. host is an IP address, or a
+ * name: getaddrinfo resolves it, and the socket binds the first IPv4
+ * address, else the first IPv6 one. Prints the reason to stderr and
  * returns a negative code on failure. */
 int mp_listen_socket(const char *host, int port, bool reuseport, int *fd,
-                     int *bound_port);
+                     int *bound_port, char *bound_addr);
 
 /* Frees everything mp_worker_init made. */
 void mp_worker_destroy(mp_worker *w);

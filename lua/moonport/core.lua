@@ -475,7 +475,8 @@ function Res:status(code, reason)
   return self
 end
 
---- Adds a response header (repeated names stay repeated); returns res.
+--- Adds a response header (repeated names stay repeated, but a second
+-- Content-Type replaces the first); returns res.
 -- @usage res:header("Set-Cookie", "a=1"):header("Set-Cookie", "b=2")
 function Res:header(name, value)
   check_self(self, "res:header")
@@ -484,7 +485,8 @@ function Res:header(name, value)
   if type(value) ~= "string" then error("res:header: value must be a string", 2) end
   local rc = mp_res_header(self, name, #name, value, #value)
   if rc == MP_INVALID then
-    error("res:header: invalid header '" .. name .. "'", 2)
+    error("res:header: invalid header '" .. name ..
+      "': a name is a token, a value has no control byte but HTAB", 2)
   elseif rc == MP_DECLINED then
     error("res:header: '" .. name .. "' is set by the server", 2)
   end

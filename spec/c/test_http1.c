@@ -198,21 +198,56 @@ static void test_pipelined(void) {
   free(buf);
 }
 
+#define CHUNKED_HEAD \
+  "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+/* Keep-alive from the head's Connection fields. When the connection stays
+ * open, llhttp goes on too: a request pipelined behind is read, not
+ * refused as data after the end, and a Connection field in the trailer
+ * section changes nothing. */
 static void test_keep_alive_rules(void) {
   struct { const char *req; bool keep; } cases[] = {
       {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", true},
       {"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", false},
       {"GET / HTTP/1.0\r\n\r\n", false},
       {"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", true},
+      /* Connection is a list; whitespace around its members is OWS,
+       * tabs included (RFC 9110 sections 5.6.1 and 7.6.1). */
+      {"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\t\r\n\r\n", false},
+      {"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\t,foo\r\n\r\n", false},
+      {"GET / HTTP/1.1\r\nHost: x\r\nConnection: foo,\tCLOSE\r\n\r\n", false},
+      {"GET / HTTP/1.1\r\nHost: x\r\nConnection: foo\r\nConnection: close\r\n\r\n", false},
+      {"GET / HTTP/1.1\r\nHost: x\r\nConnection: closed, unclose\r\n\r\n", true},
+      {"GET / HTTP/1.0\r\nConnection: keep-alive\t\r\n\r\n", true},
+      {"GET / HTTP/1.0\r\nConnection: keep-alive\t, x\r\n\r\n", true},
+      {"GET / HTTP/1.0\r\nConnection: x ,\tkeep-alive\r\n\r\n", true},
+      {"GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n", false},
+      {"GET / HTTP/1.1\r\nHost: x\r\nConnection: upgrade\t\r\nUpgrade: x\r\n\r\n", false},
+      {CHUNKED_HEAD "5\r\nhello\r\n0\r\nConnection: close\r\n\r\n", true},
   };
+  static const char next[] = "GET /next HTTP/1.1\r\nHost: x\r\n\r\n";
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    parsed t;
-    setup(&t);
-    char *buf;
-    size_t pos;
-    CHECK_EQ_INT(feed(&t, cases[i].req, 0, &buf, &pos), MP_H1_MESSAGE);
-    CHECK_EQ_INT(t.msg.keep_alive, cases[i].keep);
-    free(buf);
+    char req[256];
+    snprintf(req, sizeof req, "%s%s", cases[i].req, cases[i].keep ? next : "");
+    for (size_t step = 0; step <= 1; step++) {
+      parsed t;
+      setup(&t);
+      char *buf;
+      size_t pos;
+      CHECK_EQ_INT(feed(&t, req, step, &buf, &pos), MP_H1_MESSAGE);
+      CHECK_EQ_INT(t.msg.keep_alive, cases[i].keep);
+      int rc = MP_H1_MESSAGE;
+      if (cases[i].keep) {
+        mp_http1_next(&t.h, pos);
+        rc = exec(&t, buf, strlen(req), &pos);
+        CHECK_EQ_INT(rc, MP_H1_MESSAGE);
+        if (rc == MP_H1_MESSAGE)
+          CHECK_SPAN(buf + t.h.msg_off + t.msg.path.off, t.msg.path.len, "/next");
+      }
+      if (t.msg.keep_alive != cases[i].keep || rc != MP_H1_MESSAGE)
+        fprintf(stderr, "  %d %s for request: %s\n", t.h.status, t.h.error, req);
+      free(buf);
+    }
   }
 }
 
@@ -271,6 +306,157 @@ static void expect_error(const char *req, int status, size_t step) {
   expect_error_n(req, strlen(req), status, step);
 }
 
+/* A whole message, read at once and in reads of 1 to max_step bytes;
+ * with body, that is its body. */
+static void expect_message_n(const char *req, size_t max_step,
+                             const char *body) {
+  for (size_t step = 0; step <= max_step; step++) {
+    parsed t;
+    setup(&t);
+    char *buf;
+    size_t pos;
+    int rc = feed(&t, req, step, &buf, &pos);
+    CHECK_EQ_INT(rc, MP_H1_MESSAGE);
+    if (rc != MP_H1_MESSAGE)
+      fprintf(stderr, "  %d %s for request: %s\n", t.h.status, t.h.error, req);
+    if (body != NULL) CHECK_SPAN(t.body, t.body_len, body);
+    free(buf);
+  }
+}
+
+static void expect_message(const char *req) { expect_message_n(req, 1, NULL); }
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Each of n items put into the request fmt: refused with status (read at
+ * once and a byte at a time), or, for status 0, a whole message. */
+static void expect_each(const char *fmt, const char *const *items, size_t n,
+                        int status) {
+  char req[256];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(req, sizeof req, fmt, items[i]);
+    if (status == 0) {
+      expect_message(req);
+    } else {
+      expect_error(req, status, 0);
+      expect_error(req, status, 1);
+    }
+  }
+}
+
+static void test_host(void) {
+  /* RFC 9112 section 3.2: Host = uri-host [ ":" port ]. */
+  const char *bad[] = {"user@example.test", "example.test/path",
+                       "exa mple.test", ":8080", "[::1", "[::1]x", "[zz::1]",
+                       "[]", "[v1]", "example.test:http", "example.test:65536",
+                       "example.test:000080", "a%zzb", "a%4", "ex\"ample",
+                       "ex\\ample", "a\tb"};
+  const char *good[] = {"example.test", "example.test:8080", "127.0.0.1:80",
+                        "[::1]", "[::1]:8080", "[v1.fe80::a+b]", "a%41b",
+                        "example.test:", "_under~score!$&'()*+,;=-.",
+                        "xn--bcher-kva.example", ""};
+  expect_each("GET / HTTP/1.1\r\nHost: %s\r\n\r\n", bad, COUNT(bad), 400);
+  expect_each("GET / HTTP/1.1\r\nHost: %s\r\n\r\n", good, COUNT(good), 0);
+  /* Byte by byte: a reg-name holds unreserved and sub-delims characters
+   * (RFC 3986 section 3.2.2); ':', '%' and '[' mean something else. */
+  for (int c = 0x21; c < 0x7f; c++) {
+    char req[64];
+    snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: a%cb\r\n\r\n", c);
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || strchr("-._~!$&'()*+,;=", c);
+    if (ok) expect_message(req);
+    else expect_error(req, 400, 0);
+  }
+  /* An absolute-form target's authority is held to the same rule. */
+  const char *bad_targets[] = {"http://user@example.test/p", "http:///p",
+                               "http://:80/p", "http://example.test:x/p",
+                               "https://user:pw@example.test"};
+  const char *good_targets[] = {"http://[::1]:8080/p", "http://example.test:8080?q",
+                                "https://example.test"};
+  expect_each("GET %s HTTP/1.1\r\nHost: x\r\n\r\n", bad_targets,
+              COUNT(bad_targets), 400);
+  expect_each("GET %s HTTP/1.1\r\nHost: x\r\n\r\n", good_targets,
+              COUNT(good_targets), 0);
+}
+
+/* llhttp takes a line without a version for an HTTP/0.9 request and would
+ * wait for header fields: the line alone is refused. */
+static void test_no_version_at_once(void) {
+  for (size_t step = 0; step <= 1; step++) {
+    expect_error("GET /\r\n", 400, step);
+    expect_error("GET /\n", 400, step);
+    expect_error("\r\nGET /x?y\r\n", 400, step);
+    expect_error("GET /\r\nHost: x\r\n", 400, step);
+  }
+}
+
+/* RFC 9112 section 7.1.1: chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS
+ * ( token / quoted-string ) ] ). llhttp 8.1.0 refuses a quoted-pair. */
+static void test_chunk_extensions(void) {
+  const char *good[] = {
+      "5;a=\"b;c\"", "5;a=\"b\\\"c\"", "5;a=\"b\\\\c\"", "5 ; a = b", "5\t;a",
+      "5;a=\"x\";b=y", "5;a", "5;a;b=c", "5;a=\"\t \xc3\xa9\"", "5;a=\"\"",
+      "5;a=\"q\" ;b", "5;a=\"\\\t\"", "5;a=b \t;c", "5;A-b.c!=D~"};
+  char req[256];
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    snprintf(req, sizeof req, CHUNKED_HEAD "%s\r\nhello\r\n0\r\n\r\n", good[i]);
+    expect_message_n(req, 3, "hello");
+  }
+  const char *bad[] = {"5;a=\"b", "5;a=b c", "5;=b", "5;a=\"\x01\"", "5;a=\"\x7f\"",
+                       "5;", "5;a=", "5;a=b ", "5;a ", "5 ", "5;a=\"b\"c",
+                       "5;a=\"\\\x01\"", "5;a@b", "5;a=b@", "5;a\nhello\r",
+                       "5;a=b\rX", ";a=b"};
+  expect_each(CHUNKED_HEAD "%s\r\nhello\r\n0\r\n\r\n", bad, COUNT(bad), 400);
+}
+
+/* A chunk size that alone goes past --max-body-size is refused as soon as
+ * its line is in, not after bytes that may never come. */
+static void test_chunk_size_limit(void) {
+  for (size_t step = 0; step <= 1; step++) {
+    expect_error(CHUNKED_HEAD "41\r\n", 413, step);
+    expect_error(CHUNKED_HEAD "ffffffffffffffff\r\n", 413, step);
+    expect_error(CHUNKED_HEAD "41;a=\"b\"\r\n", 413, step);
+    expect_error(CHUNKED_HEAD "20\r\n01234567890123456789012345678901\r\n21\r\n",
+                 413, step);
+  }
+  expect_message(CHUNKED_HEAD "20\r\n01234567890123456789012345678901\r\n"
+                 "20\r\n01234567890123456789012345678901\r\n0\r\n\r\n");
+}
+
+static void test_trailer_names(void) {
+  for (size_t step = 0; step <= 1; step++) {
+    expect_error(CHUNKED_HEAD "0\r\n: v\r\n\r\n", 400, step);
+    expect_error(CHUNKED_HEAD "5\r\nhello\r\n0\r\nX: 1\r\n:v\r\n\r\n", 400, step);
+  }
+}
+
+/* RFC 9110 section 10.1.1: 100-continue in HTTP/1.0 is ignored. */
+static void test_expect(void) {
+  const char *reqs[] = {
+      "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
+      "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n",
+  };
+  for (size_t i = 0; i < 2; i++) {
+    parsed t;
+    setup(&t);
+    size_t pos = 0;
+    CHECK_EQ_INT(mp_http1_execute(&t.h, reqs[i], strlen(reqs[i]), &pos), MP_H1_HEAD);
+    CHECK_EQ_INT(t.msg.expect_continue, i == 0);
+  }
+}
+
+/* before, 1100 bytes of pad, then after: refused with status. */
+static void expect_padded(const char *before, char pad, const char *after,
+                          int status) {
+  char req[2048];
+  size_t n = strlen(before);
+  memcpy(req, before, n);
+  memset(req + n, pad, 1100);
+  snprintf(req + n + 1100, sizeof req - n - 1100, "%s", after);
+  expect_error(req, status, 0);
+  expect_error(req, status, 1);
+}
+
 static void test_rejections(void) {
   char big[2048];
   for (size_t step = 0; step <= 1; step++) {
@@ -313,22 +499,11 @@ static void test_rejections(void) {
   memcpy(big, "GET / HTTP/1.1\r\nHost: x\r\nX: ", 28);
   expect_error(big, 431, 0);
   expect_error(big, 431, 100);
-  /* Trailers and chunk extensions count against the head limit too. */
-  char huge[2600];
-  int n = snprintf(huge, sizeof huge,
-                   "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                   "1;ext=");
-  memset(huge + n, 'e', 1100);
-  memcpy(huge + n + 1100, "\r\nx\r\n0\r\n\r\n", 11);
-  huge[n + 1111] = '\0';
-  expect_error(huge, 431, 0);
-  n = snprintf(huge, sizeof huge,
-               "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-               "0\r\nT: ");
-  memset(huge + n, 't', 1100);
-  memcpy(huge + n + 1100, "\r\n\r\n", 4);
-  huge[n + 1104] = '\0';
-  expect_error(huge, 431, 0);
+  /* Trailers and chunk extensions count against the head limit too, a
+   * quoted extension value with ';' in it as well. */
+  expect_padded(CHUNKED_HEAD "1;ext=", 'e', "\r\nx\r\n0\r\n\r\n", 431);
+  expect_padded(CHUNKED_HEAD "1;ext=\"", ';', "\"\r\nx\r\n0\r\n\r\n", 431);
+  expect_padded(CHUNKED_HEAD "0\r\nT: ", 't', "\r\n\r\n", 431);
 }
 
 static void test_limits_exact(void) {
@@ -377,6 +552,7 @@ static void test_target_forms(void) {
       {"GET http://example.test:8080/users/1?x=1 HTTP/1.1\r\nHost: e\r\n\r\n", "/users/1", "x=1", "example.test:8080"},
       {"GET https://example.test HTTP/1.1\r\nHost: e\r\n\r\n", "", "", "example.test"},
       {"GET /plain?a HTTP/1.1\r\nHost: e\r\n\r\n", "/plain", "a", ""},
+      {"OPTIONS * HTTP/1.1\r\nHost: e\r\n\r\n", "*", "", ""},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     parsed t;
@@ -388,6 +564,16 @@ static void test_target_forms(void) {
     CHECK_SPAN(buf + t.msg.query.off, t.msg.query.len, cases[i].query);
     CHECK_SPAN(buf + t.msg.authority.off, t.msg.authority.len, cases[i].authority);
     free(buf);
+  }
+  for (size_t step = 0; step <= 1; step++) {
+    /* The asterisk-form is for OPTIONS only (RFC 9112 section 3.2.4). */
+    expect_error("GET * HTTP/1.1\r\nHost: e\r\n\r\n", 400, step);
+    expect_error("POST * HTTP/1.1\r\nHost: e\r\nContent-Length: 0\r\n\r\n", 400, step);
+    expect_error("OPTIONS *x HTTP/1.1\r\nHost: e\r\n\r\n", 400, step);
+    expect_error("OPTIONS ** HTTP/1.1\r\nHost: e\r\n\r\n", 400, step);
+    /* A tunnel is not an origin server's business. */
+    expect_error("CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n",
+                 501, step);
   }
 }
 
@@ -419,7 +605,8 @@ static void test_heads_out(void) {
   };
   CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
   CHECK_SPAN(out.data, out.len,
-             "HTTP/1.1 404 Not Found\r\nDate: X\r\nContent-Type: application/json\r\n"
+             "HTTP/1.1 404 Not Found\r\nServer: moonport\r\nDate: X\r\n"
+             "Content-Type: application/json\r\n"
              "Content-Length: 21\r\nA: b\r\nConnection: close\r\n\r\n");
   out.len = 0;
   h.status = 200;
@@ -429,8 +616,48 @@ static void test_heads_out(void) {
   h.connection = MP_H1_CONN_KEEPALIVE;
   CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
   CHECK_SPAN(out.data, out.len,
-             "HTTP/1.1 200 OK\r\nDate: X\r\nTransfer-Encoding: chunked\r\n"
-             "Connection: keep-alive\r\n\r\n");
+             "HTTP/1.1 200 OK\r\nServer: moonport\r\nDate: X\r\n"
+             "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n");
+
+  /* The Server field: another name, none, or the handler's own. */
+  out.len = 0;
+  h.content_length = 0;
+  h.connection = MP_H1_CONN_NONE;
+  CHECK_EQ_INT(mp_http1_set_server("edge/2.1 (test)"), 0);
+  CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
+  CHECK_SPAN(out.data, out.len,
+             "HTTP/1.1 200 OK\r\nServer: edge/2.1 (test)\r\nDate: X\r\n"
+             "Content-Length: 0\r\n\r\n");
+  out.len = 0;
+  h.own_server = true;
+  h.extra = "Server: mine\r\n";
+  h.extra_len = 14;
+  CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
+  CHECK_SPAN(out.data, out.len,
+             "HTTP/1.1 200 OK\r\nDate: X\r\nContent-Length: 0\r\n"
+             "Server: mine\r\n\r\n");
+  h.own_server = false;
+  h.extra_len = 0;
+  out.len = 0;
+  CHECK_EQ_INT(mp_http1_set_server(NULL), 0);
+  CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
+  CHECK_SPAN(out.data, out.len,
+             "HTTP/1.1 200 OK\r\nDate: X\r\nContent-Length: 0\r\n\r\n");
+  char longname[MP_H1_SERVER_MAX + 2];
+  memset(longname, 'n', sizeof longname - 1);
+  longname[sizeof longname - 1] = '\0';
+  CHECK_EQ_INT(mp_http1_set_server(longname), MP_INVALID);
+  CHECK_EQ_INT(mp_http1_set_server(""), MP_INVALID);
+  CHECK_EQ_INT(mp_http1_set_server("a\x01b"), MP_INVALID);
+  CHECK_EQ_INT(mp_http1_set_server("a\r\nX: y"), MP_INVALID);
+  longname[MP_H1_SERVER_MAX] = '\0';
+  CHECK_EQ_INT(mp_http1_set_server(longname), 0);
+  CHECK_EQ_INT(mp_http1_set_server("moonport"), 0);
+  out.len = 0;
+  CHECK_EQ_INT(mp_http1_write_head(&out, &h), 0);
+  CHECK_SPAN(out.data, out.len,
+             "HTTP/1.1 200 OK\r\nServer: moonport\r\nDate: X\r\n"
+             "Content-Length: 0\r\n\r\n");
   mp_buf_release(&out);
   CHECK_EQ_INT(pool.nused, 0);
   mp_pool_destroy(&pool);
@@ -457,11 +684,25 @@ static void test_decoding(void) {
   CHECK_EQ_INT(mp_http1_query_get(q, strlen(q), "e", 1, dst), 0);
   CHECK_EQ_INT(mp_http1_query_get(q, strlen(q), "nope", 4, dst), -1);
   CHECK_EQ_INT(mp_http1_query_get("", 0, "q", 1, dst), -1);
+  /* tchar (RFC 9110 section 5.6.2), byte by byte. */
+  for (int c = 0; c < 256; c++) {
+    char name = (char)c;
+    bool tchar = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9') || (c != 0 && strchr("!#$%&'*+-.^_`|~", c));
+    CHECK_EQ_INT(mp_http1_valid_name(&name, 1), tchar);
+  }
   CHECK(mp_http1_valid_name("X-Custom_1", 10));
   CHECK(!mp_http1_valid_name("Bad Name", 8));
   CHECK(!mp_http1_valid_name("", 0));
   CHECK(mp_http1_valid_value("ok value", 8));
+  CHECK(mp_http1_valid_value("tab\there \xc3\xa9", 11));
   CHECK(!mp_http1_valid_value("a\r\nb", 4));
+  /* Every control byte but HTAB, and DEL. */
+  for (int c = 0; c < 0x20; c++) {
+    char v[3] = {'a', (char)c, 'b'};
+    CHECK_EQ_INT(mp_http1_valid_value(v, 3), c == '\t');
+  }
+  CHECK(!mp_http1_valid_value("a\x7f", 2));
 }
 
 int main(void) {
@@ -471,6 +712,12 @@ int main(void) {
   test_pipelined();
   test_keep_alive_rules();
   test_chunked();
+  test_chunk_extensions();
+  test_chunk_size_limit();
+  test_trailer_names();
+  test_host();
+  test_no_version_at_once();
+  test_expect();
   test_rejections();
   test_limits_exact();
   test_moved();

@@ -57,6 +57,7 @@ static void test_precedence(void) {
   CHECK_EQ_INT(match(HTTP_GET, "/files/", &m), 3);             /* empty splat */
   param_is("/files/", &m, 0, "rest", "");
   CHECK_EQ_INT(match(HTTP_GET, "/", &m), 5);
+  CHECK_EQ_INT(match(HTTP_GET, "/files", &m), -404); /* a splat needs its '/' */
   CHECK_EQ_INT(match(HTTP_GET, "/users/42/posts/7", &m), 8);
   param_is("/users/42/posts/7", &m, 0, "id", "42");
   param_is("/users/42/posts/7", &m, 1, "post", "7");
@@ -94,6 +95,49 @@ static void test_head(void) {
   CHECK_EQ_INT(match(HTTP_GET, "/only-head", &m), -405);
 }
 
+static void allow_is(uint8_t method, const char *path, const char *list) {
+  mp_route_match m;
+  uint64_t allow;
+  CHECK_EQ_INT(mp_router_match(r, method, path, strlen(path), &m, &allow),
+               MP_DECLINED);
+  char out[128];
+  size_t n = mp_router_allow_list(allow, out, sizeof out);
+  CHECK_SPAN(out, n, list);
+}
+
+/* A splat right after the root takes "/" too, with an empty value, as a
+ * splat after "/files" takes "/files/"; 405 and its Allow come out the same
+ * for "/" as for any other path the splat covers. */
+static void test_root_splat(void) {
+  mp_router *outer = r;
+  r = mp_router_new();
+  mp_route_match m;
+  add("GET", "/*path", 1);
+  add("OPTIONS", "/*path", 2);
+  CHECK_EQ_INT(match(HTTP_GET, "/", &m), 1);
+  param_is("/", &m, 0, "path", "");
+  CHECK_EQ_INT(match(HTTP_HEAD, "/", &m), 1);
+  CHECK(m.head_from_get);
+  CHECK_EQ_INT(match(HTTP_OPTIONS, "/", &m), 2);
+  CHECK_EQ_INT(match(HTTP_GET, "/a/b", &m), 1);
+  param_is("/a/b", &m, 0, "path", "a/b");
+  CHECK_EQ_INT(match(HTTP_GET, "//", &m), 1);
+  param_is("//", &m, 0, "path", "/");
+  allow_is(HTTP_POST, "/", "GET, HEAD, OPTIONS");
+  allow_is(HTTP_POST, "/x", "GET, HEAD, OPTIONS");
+  /* A route for "/" itself beats the splat for its method only. */
+  add("POST", "/", 3);
+  CHECK_EQ_INT(match(HTTP_POST, "/", &m), 3);
+  CHECK_EQ_INT(m.nparams, 0);
+  CHECK_EQ_INT(match(HTTP_GET, "/", &m), 1);
+  CHECK_EQ_INT(m.nparams, 1);
+  allow_is(HTTP_DELETE, "/", "GET, HEAD, POST, OPTIONS");
+  CHECK_EQ_INT(mp_router_methods(r), (1ull << HTTP_GET) | (1ull << HTTP_HEAD) |
+                                         (1ull << HTTP_OPTIONS) | (1ull << HTTP_POST));
+  mp_router_free(r);
+  r = outer;
+}
+
 static void refuse(const char *method, const char *pattern, const char *why) {
   char err[256];
   int rc = mp_router_add(r, method, pattern, 0, err, sizeof err);
@@ -119,6 +163,7 @@ int main(void) {
   test_not_found_and_not_allowed();
   test_head();
   test_refusals();
+  test_root_splat();
   mp_router_free(r);
   return check_report("router");
 }
