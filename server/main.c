@@ -31,7 +31,7 @@ static void print_routes(const mp_router *r) {
  * the script uses moonport.shared while loading) and lists its routes. */
 static int check(const mp_config *cfg) {
   mp_shared *shared = NULL;
-  int rc = mp_shared_create(cfg->shared_size, 1, &shared);
+  int rc = mp_worker_shared_create(cfg, 1, &shared);
   if (rc != 0) {
     fprintf(stderr, "moonport: cannot create the shared store: %s\n",
             mp_strerror(rc));
