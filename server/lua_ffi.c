@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -235,31 +236,53 @@ void mp_lua_file_loaded(const char *path, size_t len) {
 
 /* ---- Regular expressions ---- */
 
-/* One match may take this many steps of PCRE2's matcher (the JIT honours
- * it too) and this much backtracking depth and heap (the interpreter
- * only): a pattern that backtracks catastrophically on some subject costs
- * milliseconds, not seconds, before the match is given up. */
-#define REGEX_MATCH_LIMIT 1000000u
-#define REGEX_DEPTH_LIMIT 100000u
-#define REGEX_HEAP_LIMIT_KIB 16384u
+/* One match may take REGEX_STEPS plus REGEX_STEPS_PER_BYTE for every byte
+ * of its subject steps of PCRE2's matcher (the JIT honours this limit
+ * too), and as much backtracking depth, within REGEX_HEAP_LIMIT_KIB of
+ * heap (the interpreter's limits). A pattern that backtracks
+ * catastrophically costs about a tenth of a millisecond on a header, and
+ * a pattern that is merely linear has room for a megabyte of body. */
+#define REGEX_STEPS 100000u
+#define REGEX_STEPS_PER_BYTE 8u
+#define REGEX_HEAP_LIMIT_KIB 32768u
 
-void *mp_regex_compile(const char *pattern, size_t len, int caseless,
-                       char *err, size_t errlen) {
+void *mp_regex_compile(const char *pattern, size_t len, int flags, char *err,
+                       size_t errlen) {
   int code;
   PCRE2_SIZE at;
   /* Anchored at both ends, as Java's String.matches (WireMock's) is.
    * Invalid UTF-8 in a subject just fails to match. */
   uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ANCHORED |
-                     PCRE2_ENDANCHORED | (caseless ? PCRE2_CASELESS : 0);
+                     ((flags & MP_REGEX_CASELESS) ? PCRE2_CASELESS : 0);
+  /* PCRE2 refuses partial matching with PCRE2_ENDANCHORED: the partial
+   * form ends the pattern with \z instead, which a partial match may stop
+   * short of. */
+  char *wrapped = NULL;
+  bool partial = (flags & MP_REGEX_PARTIAL) != 0;
+  if (partial) {
+    if (len > SIZE_MAX - 6 || (wrapped = malloc(len + 6)) == NULL) {
+      snprintf(err, errlen, "out of memory");
+      return NULL;
+    }
+    memcpy(wrapped, "(?:", 3);
+    memcpy(wrapped + 3, pattern, len);
+    memcpy(wrapped + 3 + len, ")\\z", 3);
+    pattern = wrapped;
+    len += 6;
+  } else {
+    options |= PCRE2_ENDANCHORED;
+  }
   pcre2_code *re =
       pcre2_compile((PCRE2_SPTR)pattern, len, options, &code, &at, NULL);
+  free(wrapped);
   if (re == NULL) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(code, msg, sizeof msg);
     snprintf(err, errlen, "%s at offset %zu", (const char *)msg, (size_t)at);
     return NULL;
   }
-  pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* the interpreter otherwise */
+  /* The interpreter otherwise. */
+  pcre2_jit_compile(re, partial ? PCRE2_JIT_PARTIAL_HARD : PCRE2_JIT_COMPLETE);
   return re;
 }
 
@@ -274,10 +297,12 @@ static int regex_run(void *re, const char *subject, size_t len,
   if (mc == NULL) {
     if ((mc = pcre2_match_context_create(NULL)) == NULL)
       return PCRE2_ERROR_NOMEMORY;
-    pcre2_set_match_limit(mc, REGEX_MATCH_LIMIT);
-    pcre2_set_depth_limit(mc, REGEX_DEPTH_LIMIT);
     pcre2_set_heap_limit(mc, REGEX_HEAP_LIMIT_KIB);
   }
+  uint64_t steps = REGEX_STEPS + (uint64_t)REGEX_STEPS_PER_BYTE * len;
+  uint32_t limit = steps > UINT32_MAX ? UINT32_MAX : (uint32_t)steps;
+  pcre2_set_match_limit(mc, limit);
+  pcre2_set_depth_limit(mc, limit);
   return pcre2_match(re, (PCRE2_SPTR)subject, len, 0, options, md, mc);
 }
 
@@ -291,7 +316,9 @@ int mp_regex_match(void *re, const char *subject, size_t len) {
   return MP_INVALID;
 }
 
-/* Whether the first n bytes of subject match, or could if more followed. */
+/* Whether the first n bytes of subject match, or could if more followed
+ * (re compiled with MP_REGEX_PARTIAL). An empty subject is never a
+ * partial match to PCRE2: the caller takes it as one. */
 static int regex_viable(void *re, const char *subject, size_t n) {
   int rc = regex_run(re, subject, n, PCRE2_PARTIAL_HARD);
   if (rc >= 0 || rc == PCRE2_ERROR_PARTIAL) return 1;
@@ -302,11 +329,9 @@ int mp_regex_prefix(void *re, const char *subject, size_t len) {
   if (len > INT_MAX) return MP_INVALID;
   /* Binary search: a prefix of a viable prefix is viable. */
   size_t lo = 0, hi = len;
-  int rc = regex_viable(re, subject, 0);
-  if (rc <= 0) return rc;
   while (lo < hi) {
     size_t mid = lo + (hi - lo + 1) / 2;
-    rc = regex_viable(re, subject, mid);
+    int rc = regex_viable(re, subject, mid);
     if (rc < 0) return rc;
     if (rc)
       lo = mid;

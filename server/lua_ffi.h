@@ -69,16 +69,18 @@ int mp_sleep(double ms);
 void mp_lua_file_loaded(const char *path, size_t len);
 
 /* Regular expressions (PCRE2) for the mock library: compiled to match a
- * whole subject. NULL with a message in err when the pattern is bad. */
-void *mp_regex_compile(const char *pattern, size_t len, int caseless,
-                       char *err, size_t errlen);
+ * whole subject (with MP_REGEX_PARTIAL, for mp_regex_prefix only). NULL
+ * with a message in err when the pattern is bad. */
+enum { MP_REGEX_CASELESS = 1, MP_REGEX_PARTIAL = 2 };
+void *mp_regex_compile(const char *pattern, size_t len, int flags, char *err,
+                       size_t errlen);
 /* 1 when re matches all of subject, 0 when not, 2 when the match was given
  * up at PCRE2's match, depth or heap limit (neither a match nor a
  * mismatch), MP_INVALID on another error. */
 int mp_regex_match(void *re, const char *subject, size_t len);
-/* The length of the longest start of subject that re matches or could
- * match were more to follow (a partial match): how near subject came.
- * MP_INVALID when a match hit a limit or failed. */
+/* The length of the longest start of subject that re (compiled with
+ * MP_REGEX_PARTIAL) matches or could match were more to follow: how near
+ * subject came. MP_INVALID when a match hit a limit or failed. */
 int mp_regex_prefix(void *re, const char *subject, size_t len);
 void mp_regex_free(void *re);
 

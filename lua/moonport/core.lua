@@ -52,8 +52,8 @@ int mp_res_finish(uint64_t ctx);
 int mp_res_fault(uint64_t ctx, int kind);
 int mp_sleep(double ms);
 void mp_lua_file_loaded(const char *path, size_t len);
-void *mp_regex_compile(const char *pattern, size_t len, int caseless,
-                       char *err, size_t errlen);
+void *mp_regex_compile(const char *pattern, size_t len, int flags, char *err,
+                       size_t errlen);
 int mp_regex_match(void *re, const char *subject, size_t len);
 int mp_regex_prefix(void *re, const char *subject, size_t len);
 void mp_regex_free(void *re);
@@ -661,7 +661,8 @@ local errbuf = ffi.new("char[256]")
 function core.regex(pattern, caseless)
   local re = mp_regex_compile(pattern, #pattern, caseless and 1 or 0, errbuf, 256)
   if re == nil then return nil, ffi_string(errbuf) end
-  return setmetatable({ re = ffi.gc(re, mp_regex_free), source = pattern }, Regex)
+  return setmetatable({ re = ffi.gc(re, mp_regex_free), source = pattern,
+                        caseless = caseless }, Regex)
 end
 
 local REGEX_LIMIT = "gave up at PCRE2's match limit (the pattern backtracks too much)"
@@ -682,7 +683,16 @@ end
 -- were more to follow (how near subject came); nil when that hit a limit.
 -- @usage local near = re:prefix("/users/abc") -- 7 for "/users/[0-9]+"
 function Regex:prefix(subject)
-  local n = C.mp_regex_prefix(self.re, subject, #subject)
+  local partial = self.partial
+  if partial == nil then
+    -- Compiled when first asked: most patterns never are.
+    local src = self.source
+    partial = mp_regex_compile(src, #src, self.caseless and 3 or 2, errbuf, 256)
+    partial = partial ~= nil and ffi.gc(partial, mp_regex_free) or false
+    self.partial = partial
+  end
+  if not partial then return nil end
+  local n = C.mp_regex_prefix(partial, subject, #subject)
   if n < 0 then return nil end
   return n
 end

@@ -316,9 +316,7 @@ local function unmatched_report(self, facts)
   local scored = {}
   for _, stub in ipairs(all) do
     local d, why = match.near(stub.compiled, facts)
-    if d == nil then
-      d, why = math.huge, { "passed over: " .. tostring(why) }
-    elseif d == 0 then
+    if d == 0 then
       why = { ("scenario %s is in state %s, not %s"):format(stub.scenario_name,
         scenario_state(stub.scenario_name), tostring(stub.required_scenario_state)) }
     end

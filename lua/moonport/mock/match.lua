@@ -511,10 +511,10 @@ function match.compile(req)
 end
 
 -- What a stub tested against facts gave, for match.near: the index of the
--- check that failed (0: the method differed), minus that index when it
--- could not decide, or true when every check passed (recorded only for a
--- stub then turned down for its scenario state: a request that matches
--- needs no report).
+-- check that failed (0: the method differed), {at = index, err = message}
+-- when that check could not decide, or true when every check passed
+-- (recorded only for a stub then turned down for its scenario state: a
+-- request that matches needs no report).
 local function remember(facts, c, result)
   local memo = facts.memo
   if memo == nil then
@@ -537,7 +537,7 @@ function match.test(c, facts)
   for i = 1, #checks do
     local ok, err = checks[i].test(facts)
     if not ok then
-      remember(facts, c, ok == nil and -i or i)
+      remember(facts, c, ok == nil and { at = i, err = err } or i)
       return ok, err
     end
   end
@@ -547,12 +547,14 @@ end
 --- How far facts are from matching a compiled pattern, as WireMock ranks
 -- near misses: the URL's distance (0 to 1) weighted 10, the method's 3,
 -- and the mean distance of each other part (query, headers, cookies,
--- body) 1. Returns the distance (0 when it matches) and the reasons it
--- failed (a list); or nil and a message when a check could not decide.
+-- body) 1; a check that could not decide counts as failed. Returns the
+-- distance (0 when it matches) and the reasons it did not (a list).
 -- Checks match.test already ran on these facts are not run again.
 -- @usage local d, why = match.near(stub.compiled, facts)
 function match.near(c, facts)
   local known = facts.memo and facts.memo[c]
+  -- Checks before `upto` are known to have passed.
+  local upto = known == true and math.huge or type(known) == "table" and known.at or known or 0
   local why = {}
   local total = 0
   if c.method ~= "ANY" and c.method ~= facts.method then
@@ -562,18 +564,22 @@ function match.near(c, facts)
   local sums, counts = {}, {}
   for i, check in ipairs(c.checks) do
     local ok, err
-    if known == true or (type(known) == "number" and i < (known < 0 and -known or known)) then
+    if i < upto then
       ok = true
-    elseif known == i then
-      ok = false
-    elseif known == -i then
-      return nil, "a check of it could not decide earlier"
+    elseif i == upto then
+      if type(known) == "table" then
+        ok, err = nil, known.err
+      else
+        ok = false
+      end
     else
       ok, err = check.test(facts)
-      if ok == nil then return nil, err end
     end
     local d = 0
-    if not ok then
+    if ok == nil then
+      why[#why + 1] = err
+      d = 1
+    elseif not ok then
       local w
       w, d = check.explain(facts)
       why[#why + 1] = w
