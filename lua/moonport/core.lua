@@ -724,8 +724,8 @@ local path_buf = ffi.new("char[4096]")
 local size_out = ffi.new("double[1]")
 
 --- Finds the file name (a path relative to root, a directory) stands
--- for, following "..", and symbolic links, and refuses any that does not
--- end inside root. Returns its resolved path and size; or nil and
+-- for, following ".." and symbolic links, and refuses any that does not
+-- end inside root (server/lua_ffi.h's mp_file_confine). Returns its resolved path and size; or nil and
 -- "outside" (it leads out of root), "not found" (no such regular file) or
 -- "invalid" (a NUL byte, too long).
 -- @usage local path, size = core.confine(dir .. "/__files", name)

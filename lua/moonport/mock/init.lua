@@ -462,9 +462,9 @@ local function stream_file(res, path, size)
   local left = size
   while left > 0 do
     local piece = f:read(left < FILE_PIECE and left or FILE_PIECE)
-    if piece == nil then break end
+    -- A write that gives nothing back: the client has gone.
+    if piece == nil or not res:write(piece) then break end
     left = left - #piece
-    res:write(piece)
   end
   f:close()
   res:finish()
@@ -849,20 +849,22 @@ end
 
 -- Writes {"<key>": [items], <tail>} in pieces, so that a list of any
 -- length costs about one piece of memory. produce(emit) calls emit(item)
--- for each item and returns what goes after the list (",\"meta\":...").
+-- for each item, until emit returns false (the client has gone), and
+-- returns a function(total) giving what goes after the list.
 local function stream_list(res, key, produce)
   res:status(200):header("Content-Type", "application/json")
   local buf, size, n = { '{"' .. key .. '":[' }, 0, 0
   local tail = produce(function(item)
     local text = cjson.encode(item)
-    if text == nil then return end
+    if text == nil then return true end
     if n > 0 then buf[#buf + 1] = "," end
     buf[#buf + 1] = text
     size, n = size + #text, n + 1
     if size >= LIST_PIECE then
-      res:write(concat(buf))
+      if not res:write(concat(buf)) then return false end
       buf, size = {}, 0
     end
+    return true
   end)
   buf[#buf + 1] = "]"
   buf[#buf + 1] = tail(n)
@@ -879,7 +881,7 @@ local function stream_requests(self, res, keep, show, limit)
       if limit and n >= limit then return false end
       if keep(e) then
         n = n + 1
-        emit(show(e))
+        return emit(show(e))
       end
     end)
     return function(total)
@@ -979,7 +981,9 @@ local function admin_routes(self)
   admin("GET", "/mappings", function(req, res)
     local _, all = current(self)
     stream_list(res, "mappings", function(emit)
-      for _, s in ipairs(all) do emit(model.to_wiremock(s)) end
+      for _, s in ipairs(all) do
+        if not emit(model.to_wiremock(s)) then break end
+      end
       return function(total) return (',"meta":{"total":%d}}'):format(total) end
     end)
   end)

@@ -168,6 +168,20 @@ local function string_matcher(m, what)
 end
 match.string_matcher = string_matcher
 
+-- True when sm takes any of values (each passed through conv, when
+-- given); nil and the first message when none does and one of them could
+-- not be decided; false otherwise.
+local function any_value(sm, values, conv)
+  local err
+  for _, v in ipairs(values) do
+    local ok, e = sm.test(conv and conv(v) or v)
+    if ok then return true end
+    if ok == nil then err = err or e end
+  end
+  if err then return nil, err end
+  return false
+end
+
 -- JSON --------------------------------------------------------------------
 
 local function is_array(t)
@@ -287,14 +301,7 @@ local function body_matcher(m)
         local found = jsonpath.query(doc, compiled)
         if found == nil or #found == 0 then return false end
         if sub_m == nil then return true end
-        local e
-        for _, v in ipairs(found) do
-          local ok, why = sub_m.test(json_text(v))
-          if ok then return true end
-          if ok == nil then e = e or why end
-        end
-        if e then return nil, e end
-        return false
+        return any_value(sub_m, found, json_text)
       end,
       explain = explain_json(sub_m and ("no value at %s satisfies the matcher"):format(expr)
         or "nothing at " .. expr),
@@ -374,14 +381,7 @@ local function query_check(name, sm)
     test = function(f)
       local values = f.query[name]
       if values == nil then return sm.test(nil) end
-      local err
-      for _, v in ipairs(values) do
-        local ok, e = sm.test(v)
-        if ok then return true end
-        if ok == nil then err = err or e end
-      end
-      if err then return nil, err end
-      return false
+      return any_value(sm, values)
     end,
     explain = function(f)
       local values = f.query[name]
