@@ -201,7 +201,9 @@ local function current(self)
     end
   end
   sort(all, match.before)
-  self.all = all
+  local by_id = {}
+  for _, s in ipairs(all) do by_id[s.id] = s end
+  self.all, self.by_id = all, by_id
   self.index = match.index(all)
   self.version = version
   return self.index, self.all
@@ -891,8 +893,8 @@ local function stream_requests(self, res, keep, show, limit)
 end
 
 function find_stub(self, id)
-  local _, all = current(self)
-  for _, s in ipairs(all) do if s.id == id then return s end end
+  current(self)
+  return self.by_id[id]
 end
 
 local function compile_pattern(self, body)
