@@ -420,6 +420,10 @@ int mp_worker_main(const mp_config *cfg, unsigned id, int master) {
   }
   mp_shared *shared = NULL;
   int rc = mp_shared_attach(MP_WORKER_SHARED_FD, &shared);
+  if (rc == 0 && mp_shared_nstores(shared) != MP_NSTORES) {
+    mp_shared_close(shared);
+    rc = MP_INVALID;
+  }
   if (rc != 0) {
     fprintf(stderr, "moonport: worker %u: no shared segment on descriptor "
             "%d: %s\n", id, MP_WORKER_SHARED_FD, mp_strerror(rc));
