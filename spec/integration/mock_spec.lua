@@ -1,6 +1,9 @@
 -- The mock server over real sockets: every matcher, response field, fault
 -- (seen on the wire), delay, scenario and admin endpoint; WireMock mapping
--- directories; the journal bound; CORS.
+-- directories; the journal bound; CORS; admin data that nothing evicts and
+-- that is refused, never lost, when it cannot be stored; the journal at its
+-- largest; regular expressions under limits; the ranking of near misses;
+-- responses WireMock serves; features it does not have, refused at load.
 local helpers = require("spec.helpers")
 local cjson = require("cjson.safe")
 local psocket = require("posix.sys.socket")
