@@ -286,7 +286,7 @@ int mp_check_child_main(const mp_config *cfg) {
 #endif
 
   mp_shared *shared = NULL;
-  int rc = mp_shared_create(cfg->shared_size, 1, &shared);
+  int rc = mp_worker_shared_create(cfg, 1, &shared);
   if (rc != 0) {
     char msg[256];
     int n = snprintf(msg, sizeof msg, "moonport: cannot create a shared "

@@ -88,9 +88,22 @@ static const option options[] = {
     {"--journal-size", OPT_COUNT, "N",
      "requests the mock journal keeps, across workers; 0 for none "
      "(default 1000)"},
+    {"--journal-memory", OPT_BYTES, "BYTES",
+     "memory the mock journal's entries may take, across workers; past it "
+     "the oldest are dropped (default 32m, at least 64k)"},
+    {"--mock-state-size", OPT_BYTES, "BYTES",
+     "memory for the mock's admin-added mappings, scenario states and "
+     "counters, never evicted; a change past it gets 507 (default 16m, at "
+     "least 64k)"},
     {"--no-cors", OPT_FLAG, NULL,
      "mock apps do not answer CORS preflights or add "
      "Access-Control-Allow-Origin"},
+    {"--admin-cors", OPT_FLAG, NULL,
+     "let web pages of other origins call the mock's /__admin API (CORS "
+     "there too)"},
+    {"--admin-host", OPT_PATH, "NAME[,NAME...]",
+     "the mock's /__admin API also answers requests whose Host is NAME "
+     "(besides loopback addresses, localhost and the --listen address)"},
     {"--no-watch", OPT_FLAG, NULL,
      "do not reload when the app's files change (SIGHUP still reloads)"},
     {"--watch-delay", OPT_SECONDS, "SECONDS",
@@ -158,6 +171,14 @@ static int parse_listen(mp_config *cfg, const char *opt, const char *v) {
   return MP_CONFIG_RUN;
 }
 
+/* The size a store option sets, or NULL when name is not one. */
+static size_t *store_size(mp_config *cfg, const char *name) {
+  if (strcmp(name, "--shared-size") == 0) return &cfg->shared_size;
+  if (strcmp(name, "--mock-state-size") == 0) return &cfg->mock_state_size;
+  if (strcmp(name, "--journal-memory") == 0) return &cfg->journal_memory;
+  return NULL;
+}
+
 static int parse_value(mp_config *cfg, const option *o, const char *v) {
   char *end;
   errno = 0;
@@ -206,10 +227,10 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
         cfg->load_memory_limit = (size_t)n;
       else if (strcmp(o->name, "--write-high-water") == 0)
         cfg->write_high_water = (size_t)n;
-      else if (strcmp(o->name, "--shared-size") == 0) {
+      else if (store_size(cfg, o->name) != NULL) {
         if (n < 64 * 1024)
           return bad_value(o->name, v, "the store is at least 64k");
-        cfg->shared_size = (size_t)n;
+        *store_size(cfg, o->name) = (size_t)n;
       }
       else if (n < 256)
         return bad_value(o->name, v, "the head limit is at least 256 bytes");
@@ -241,6 +262,9 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       if (strcmp(o->name, "--mock") == 0) {
         if (v[0] == '\0') return bad_value(o->name, v, "expected a directory");
         cfg->mock_dir = v;
+      } else if (strcmp(o->name, "--admin-host") == 0) {
+        if (v[0] == '\0') return bad_value(o->name, v, "expected a host name");
+        cfg->admin_hosts = v;
       } else if (strcmp(o->name, "--error-log") == 0) {
         if (v[0] == '\0' || strcmp(v, "-") == 0)
           return bad_value(o->name, v, "expected a path");
@@ -308,6 +332,8 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   cfg->workers = 1;
   cfg->handler_timeout_ms = 30 * 1000;
   cfg->shared_size = 16 * 1024 * 1024;
+  cfg->mock_state_size = 16 * 1024 * 1024;
+  cfg->journal_memory = 32 * 1024 * 1024;
   cfg->watch = true;
   cfg->cors = true;
   cfg->journal_size = 1000;
@@ -356,6 +382,7 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
       if (strcmp(o->name, "--stats") == 0) cfg->stats = true;
       if (strcmp(o->name, "--no-watch") == 0) cfg->watch = false;
       if (strcmp(o->name, "--no-cors") == 0) cfg->cors = false;
+      if (strcmp(o->name, "--admin-cors") == 0) cfg->admin_cors = true;
       continue;
     }
     const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);

@@ -25,9 +25,13 @@ typedef struct mp_config {
   unsigned workers;       /* worker processes; 0 until "auto" is resolved */
   bool workers_auto;      /* --workers auto: one per usable CPU */
   uint64_t handler_timeout_ms; /* a worker in one handler this long is replaced */
-  size_t shared_size;     /* bytes of the moonport.shared segment */
+  size_t shared_size;     /* bytes of the moonport.shared store */
+  size_t mock_state_size; /* bytes of the mock's state store */
+  size_t journal_memory;  /* bytes of the mock journal's store */
   const char *mock_dir;   /* --mock DIR: serve a WireMock directory */
   bool cors;              /* mock apps answer CORS (not --no-cors) */
+  bool admin_cors;        /* /__admin answers other origins (--admin-cors) */
+  const char *admin_hosts; /* --admin-host: more Host names for /__admin */
   unsigned journal_size;  /* requests the mock journal keeps */
   bool watch;             /* reload when the app's files change */
   uint64_t watch_delay_ms; /* after the last change of a burst */

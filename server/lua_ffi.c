@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -239,34 +240,109 @@ void mp_lua_file_loaded(const char *path, size_t len) {
 
 /* ---- Regular expressions ---- */
 
-void *mp_regex_compile(const char *pattern, size_t len, int caseless,
-                       char *err, size_t errlen) {
+/* One match may take REGEX_STEPS plus REGEX_STEPS_PER_BYTE for every byte
+ * of its subject steps of PCRE2's matcher (the JIT honours this limit
+ * too), and as much backtracking depth, within REGEX_HEAP_LIMIT_KIB of
+ * heap (the interpreter's limits). A pattern that backtracks
+ * catastrophically costs about a tenth of a millisecond on a header, and
+ * a pattern that is merely linear has room for a megabyte of body. */
+#define REGEX_STEPS 100000u
+#define REGEX_STEPS_PER_BYTE 8u
+#define REGEX_HEAP_LIMIT_KIB 32768u
+
+void *mp_regex_compile(const char *pattern, size_t len, int flags, char *err,
+                       size_t errlen) {
   int code;
   PCRE2_SIZE at;
   /* Anchored at both ends, as Java's String.matches (WireMock's) is.
    * Invalid UTF-8 in a subject just fails to match. */
   uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_ANCHORED |
-                     PCRE2_ENDANCHORED | (caseless ? PCRE2_CASELESS : 0);
+                     ((flags & MP_REGEX_CASELESS) ? PCRE2_CASELESS : 0);
+  /* PCRE2 refuses partial matching with PCRE2_ENDANCHORED: the partial
+   * form ends the pattern with \z instead, which a partial match may stop
+   * short of. */
+  char *wrapped = NULL;
+  bool partial = (flags & MP_REGEX_PARTIAL) != 0;
+  if (partial) {
+    if (len > SIZE_MAX - 6 || (wrapped = malloc(len + 6)) == NULL) {
+      snprintf(err, errlen, "out of memory");
+      return NULL;
+    }
+    memcpy(wrapped, "(?:", 3);
+    memcpy(wrapped + 3, pattern, len);
+    memcpy(wrapped + 3 + len, ")\\z", 3);
+    pattern = wrapped;
+    len += 6;
+  } else {
+    options |= PCRE2_ENDANCHORED;
+  }
   pcre2_code *re =
       pcre2_compile((PCRE2_SPTR)pattern, len, options, &code, &at, NULL);
+  free(wrapped);
   if (re == NULL) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(code, msg, sizeof msg);
     snprintf(err, errlen, "%s at offset %zu", (const char *)msg, (size_t)at);
     return NULL;
   }
-  pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* the interpreter otherwise */
+  /* The interpreter otherwise. */
+  pcre2_jit_compile(re, partial ? PCRE2_JIT_PARTIAL_HARD : PCRE2_JIT_COMPLETE);
   return re;
 }
 
-int mp_regex_match(void *re, const char *subject, size_t len) {
-  /* One match block serves every match: only success is looked at. */
+/* Runs re over all of subject with the limits above. One match block and
+ * context serve every match: only success is looked at. */
+static int regex_run(void *re, const char *subject, size_t len,
+                     uint32_t options) {
   static pcre2_match_data *md;
+  static pcre2_match_context *mc;
   if (md == NULL && (md = pcre2_match_data_create(1, NULL)) == NULL)
-    return MP_NOMEM;
-  int rc = pcre2_match(re, (PCRE2_SPTR)subject, len, 0, 0, md, NULL);
+    return PCRE2_ERROR_NOMEMORY;
+  if (mc == NULL) {
+    if ((mc = pcre2_match_context_create(NULL)) == NULL)
+      return PCRE2_ERROR_NOMEMORY;
+    pcre2_set_heap_limit(mc, REGEX_HEAP_LIMIT_KIB);
+  }
+  uint64_t steps = REGEX_STEPS + (uint64_t)REGEX_STEPS_PER_BYTE * len;
+  uint32_t limit = steps > UINT32_MAX ? UINT32_MAX : (uint32_t)steps;
+  pcre2_set_match_limit(mc, limit);
+  pcre2_set_depth_limit(mc, limit);
+  return pcre2_match(re, (PCRE2_SPTR)subject, len, 0, options, md, mc);
+}
+
+int mp_regex_match(void *re, const char *subject, size_t len) {
+  int rc = regex_run(re, subject, len, 0);
   if (rc >= 0) return 1;
+  if (rc == PCRE2_ERROR_NOMATCH) return 0;
+  if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+      rc == PCRE2_ERROR_HEAPLIMIT)
+    return 2;
+  return MP_INVALID;
+}
+
+/* Whether the first n bytes of subject match, or could if more followed
+ * (re compiled with MP_REGEX_PARTIAL). An empty subject is never a
+ * partial match to PCRE2: the caller takes it as one. */
+static int regex_viable(void *re, const char *subject, size_t n) {
+  int rc = regex_run(re, subject, n, PCRE2_PARTIAL_HARD);
+  if (rc >= 0 || rc == PCRE2_ERROR_PARTIAL) return 1;
   return rc == PCRE2_ERROR_NOMATCH ? 0 : MP_INVALID;
+}
+
+int mp_regex_prefix(void *re, const char *subject, size_t len) {
+  if (len > INT_MAX) return MP_INVALID;
+  /* Binary search: a prefix of a viable prefix is viable. */
+  size_t lo = 0, hi = len;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    int rc = regex_viable(re, subject, mid);
+    if (rc < 0) return rc;
+    if (rc)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return (int)lo;
 }
 
 void mp_regex_free(void *re) { pcre2_code_free(re); }
@@ -304,11 +380,63 @@ int mp_dir_list(const char *path, const char **out, size_t *len) {
   return count;
 }
 
-int mp_mock_settings(const char **dir, int *cors, int *journal_size) {
+/* Whether a relative name climbs above its directory by its ".." parts
+ * alone ("a/../../b" does, "a/../b" does not). */
+static bool climbs_out(const char *name, size_t nlen) {
+  long depth = 0;
+  size_t i = 0;
+  while (i < nlen) {
+    size_t j = i;
+    while (j < nlen && name[j] != '/') j++;
+    size_t n = j - i;
+    if (n == 2 && name[i] == '.' && name[i + 1] == '.') {
+      if (--depth < 0) return true;
+    } else if (n > 0 && !(n == 1 && name[i] == '.')) {
+      depth++;
+    }
+    i = j + 1;
+  }
+  return false;
+}
+
+int mp_file_confine(const char *root, const char *name, size_t nlen,
+                    char *out, size_t cap, double *size) {
+  char joined[PATH_MAX], real_root[PATH_MAX], real[PATH_MAX];
+  size_t rlen = strlen(root);
+  struct stat st;
+  if (memchr(name, '\0', nlen) != NULL || rlen + 1 + nlen >= sizeof joined)
+    return MP_INVALID;
+  /* Refused before the file system is asked, so that whether a file
+   * outside exists cannot be told from the answer. */
+  if (climbs_out(name, nlen)) return MP_DECLINED;
+  if (realpath(root, real_root) == NULL) return MP_NOT_FOUND;
+  memcpy(joined, root, rlen);
+  joined[rlen] = '/';
+  memcpy(joined + rlen + 1, name, nlen);
+  joined[rlen + 1 + nlen] = '\0';
+  if (realpath(joined, real) == NULL) return MP_NOT_FOUND;
+  /* Inside the root on a component boundary: "/srv/files" does not hold
+   * "/srv/files-secret/x". A root of "/" holds everything. A symbolic link
+   * inside the root that leads out is caught here. */
+  rlen = strlen(real_root);
+  if (strncmp(real, real_root, rlen) != 0 || (rlen > 1 && real[rlen] != '/'))
+    return MP_DECLINED;
+  if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) return MP_NOT_FOUND;
+  size_t n = strlen(real);
+  if (n >= cap) return MP_INVALID;
+  memcpy(out, real, n + 1);
+  *size = (double)st.st_size;
+  return (int)n;
+}
+
+int mp_mock_settings(mp_mock_config *out) {
   const mp_config *cfg = mp_worker_self->cfg;
-  *dir = cfg->mock_dir;
-  *cors = cfg->cors;
-  *journal_size = (int)cfg->journal_size;
+  out->dir = cfg->mock_dir;
+  out->listen_host = cfg->host;
+  out->admin_hosts = cfg->admin_hosts;
+  out->cors = cfg->cors;
+  out->admin_cors = cfg->admin_cors;
+  out->journal_size = (int)cfg->journal_size;
   return 0;
 }
 
@@ -324,18 +452,30 @@ void mp_lua_log(int level, const char *msg, size_t len) {
   mp_log((mp_log_level)level, "%.*s", (int)len, msg);
 }
 
-/* ---- moonport.shared ---- */
+/* ---- moonport.shared and the mock's stores ---- */
 
-int mp_store_get(const char *key, size_t klen, double *num, const char **str,
-                 size_t *len) {
+/* Store `store` (MP_STORE_*) of this process's segment, or NULL. */
+static mp_store *store_of(int store) {
+  mp_worker *w = mp_worker_self;
+  if (w == NULL || w->shared == NULL || store < 0) return NULL;
+  return mp_shared_store(w->shared, (unsigned)store);
+}
+
+#define STORE(st, store)                        \
+  mp_store *st = store_of(store);               \
+  if (st == NULL) return MP_INVALID
+
+int mp_store_get(int store, const char *key, size_t klen, double *num,
+                 const char **str, size_t *len) {
   mp_worker *w = mp_worker_self;
   mp_shared_value v;
+  STORE(st, store);
   /* A string longer than the scratch buffer: grow it and look again (the
    * value may have changed in between; the second answer is the one). */
-  int rc = mp_shared_get(w->shared, key, klen, &v, w->scratch, w->scratch_cap);
+  int rc = mp_shared_get(st, key, klen, &v, w->scratch, w->scratch_cap);
   while (rc == MP_AGAIN) {
     if (mp_worker_scratch(w, v.len) == NULL) return MP_NOMEM;
-    rc = mp_shared_get(w->shared, key, klen, &v, w->scratch, w->scratch_cap);
+    rc = mp_shared_get(st, key, klen, &v, w->scratch, w->scratch_cap);
   }
   if (rc != 0) return MP_SHARED_NIL;
   *num = v.number;
@@ -344,45 +484,52 @@ int mp_store_get(const char *key, size_t klen, double *num, const char **str,
   return v.type;
 }
 
-int mp_store_set(const char *key, size_t klen, int type, double num,
-                 const char *str, size_t len, double ttl, int add) {
+int mp_store_set(int store, const char *key, size_t klen, int type,
+                 double num, const char *str, size_t len, double ttl,
+                 int add) {
   mp_shared_value v = {.type = type, .number = num, .str = str, .len = len};
   bool evicted = false;
-  int rc = mp_shared_set(mp_worker_self->shared, key, klen, &v, ttl,
-                         add ? MP_SHARED_ADD : 0, &evicted);
+  STORE(st, store);
+  int rc = mp_shared_set(st, key, klen, &v, ttl, add ? MP_SHARED_ADD : 0,
+                         &evicted);
   return rc != 0 ? rc : evicted;
 }
 
-int mp_store_incr(const char *key, size_t klen, double by, double init,
-                  double ttl, double *result) {
+int mp_store_incr(int store, const char *key, size_t klen, double by,
+                  double init, double ttl, double *result) {
   bool evicted = false;
-  int rc = mp_shared_incr(mp_worker_self->shared, key, klen, by, init, ttl,
-                          result, &evicted);
+  STORE(st, store);
+  int rc = mp_shared_incr(st, key, klen, by, init, ttl, result, &evicted);
   return rc != 0 ? rc : evicted;
 }
 
-int mp_store_delete(const char *key, size_t klen) {
-  return mp_shared_delete(mp_worker_self->shared, key, klen);
+int mp_store_delete(int store, const char *key, size_t klen) {
+  STORE(st, store);
+  return mp_shared_delete(st, key, klen);
 }
 
-int mp_store_ttl(const char *key, size_t klen, double *ttl) {
-  return mp_shared_ttl(mp_worker_self->shared, key, klen, ttl);
+int mp_store_ttl(int store, const char *key, size_t klen, double *ttl) {
+  STORE(st, store);
+  return mp_shared_ttl(st, key, klen, ttl);
 }
 
-int mp_store_keys(unsigned max, const char **out, size_t *len) {
+int mp_store_keys(int store, unsigned max, const char **out, size_t *len) {
   mp_worker *w = mp_worker_self;
   unsigned count = 0;
   size_t used = 0;
-  int rc = mp_shared_keys(w->shared, max, w->scratch, w->scratch_cap, &used,
-                          &count);
+  STORE(st, store);
+  int rc = mp_shared_keys(st, max, w->scratch, w->scratch_cap, &used, &count);
   while (rc == MP_AGAIN) {
     if (mp_worker_scratch(w, used) == NULL) return MP_NOMEM;
-    rc = mp_shared_keys(w->shared, max, w->scratch, w->scratch_cap, &used,
-                        &count);
+    rc = mp_shared_keys(st, max, w->scratch, w->scratch_cap, &used, &count);
   }
   *out = w->scratch;
   *len = used;
   return rc != 0 ? rc : (int)count;
 }
 
-void mp_store_flush(void) { mp_shared_flush(mp_worker_self->shared); }
+int mp_store_flush(int store) {
+  STORE(st, store);
+  mp_shared_flush(st);
+  return 0;
+}

@@ -74,11 +74,19 @@ int mp_sleep(double ms);
 void mp_lua_file_loaded(const char *path, size_t len);
 
 /* Regular expressions (PCRE2) for the mock library: compiled to match a
- * whole subject. NULL with a message in err when the pattern is bad. */
-void *mp_regex_compile(const char *pattern, size_t len, int caseless,
-                       char *err, size_t errlen);
-/* 1 when re matches all of subject, 0 when not, MP_INVALID on error. */
+ * whole subject (with MP_REGEX_PARTIAL, for mp_regex_prefix only). NULL
+ * with a message in err when the pattern is bad. */
+enum { MP_REGEX_CASELESS = 1, MP_REGEX_PARTIAL = 2 };
+void *mp_regex_compile(const char *pattern, size_t len, int flags, char *err,
+                       size_t errlen);
+/* 1 when re matches all of subject, 0 when not, 2 when the match was given
+ * up at PCRE2's match, depth or heap limit (neither a match nor a
+ * mismatch), MP_INVALID on another error. */
 int mp_regex_match(void *re, const char *subject, size_t len);
+/* The length of the longest start of subject that re (compiled with
+ * MP_REGEX_PARTIAL) matches or could match were more to follow: how near
+ * subject came. MP_INVALID when a match hit a limit or failed. */
+int mp_regex_prefix(void *re, const char *subject, size_t len);
 void mp_regex_free(void *re);
 
 /* The entries of a directory (not "." and ".."), each as a type byte ('d'
@@ -86,9 +94,30 @@ void mp_regex_free(void *re);
  * buffer (*out, *len). Returns how many, or a negative errno. */
 int mp_dir_list(const char *path, const char **out, size_t *len);
 
-/* The mock settings: --mock DIR (NULL when not given), whether CORS is on
- * (not --no-cors), and --journal-size. Returns 0. */
-int mp_mock_settings(const char **dir, int *cors, int *journal_size);
+/* Resolves name (nlen bytes) inside the directory root: joined to it, then
+ * every ".." and symbolic link followed (realpath). Returns the length of
+ * the resolved path, written with a NUL into out (cap bytes), and the
+ * file's size in *size, when it is a regular file inside root (itself
+ * resolved), on a path-component boundary. Otherwise MP_DECLINED when the
+ * name or a link in it leads outside root (a name whose ".." parts climb
+ * out is refused before the file system is asked), MP_NOT_FOUND when
+ * there is no such regular file (or no root), MP_INVALID for a name with
+ * a NUL byte or a path too long. Opens nothing. */
+int mp_file_confine(const char *root, const char *name, size_t nlen,
+                    char *out, size_t cap, double *size);
+
+/* The mock settings from the command line. */
+typedef struct mp_mock_config {
+  const char *dir;         /* --mock DIR, or NULL */
+  const char *listen_host; /* the host of --listen */
+  const char *admin_hosts; /* --admin-host (comma-separated), or NULL */
+  int cors;                /* not --no-cors */
+  int admin_cors;          /* --admin-cors */
+  int journal_size;        /* --journal-size */
+} mp_mock_config;
+
+/* Fills *out. Returns 0. */
+int mp_mock_settings(mp_mock_config *out);
 
 /* The wall-clock time in seconds since the epoch, to the microsecond. */
 double mp_clock_wall(void);
@@ -96,30 +125,34 @@ double mp_clock_wall(void);
 /* Writes msg to the error log at level (0 error, 1 warn, 2 info). */
 void mp_lua_log(int level, const char *msg, size_t len);
 
-/* moonport.shared, the store every worker sees (shared.h). Types: 0 nil
- * (absent), 1 string, 2 number, 3 boolean (num 0 or 1). */
+/* moonport.shared and the mock's stores, which every worker sees
+ * (shared.h). `store` is an MP_STORE_* index (worker.h); another gives
+ * MP_INVALID. Types: 0 nil (absent), 1 string, 2 number, 3 boolean (num
+ * 0 or 1). */
 
 /* The value's type (0 when absent or expired), with the number in *num or
  * the string in *str and *len (in the scratch buffer). */
-int mp_store_get(const char *key, size_t klen, double *num, const char **str,
-                 size_t *len);
+int mp_store_get(int store, const char *key, size_t klen, double *num,
+                 const char **str, size_t *len);
 /* Stores a value with ttl seconds to live (0: no expiry); add: only when
  * absent. Returns 0, 1 when other entries were evicted to make room,
- * MP_DECLINED (add: present), MP_NOMEM (larger than the store) or
- * MP_INVALID. */
-int mp_store_set(const char *key, size_t klen, int type, double num,
-                 const char *str, size_t len, double ttl, int add);
+ * MP_DECLINED (add: present), MP_NOMEM (larger than the store, or no room
+ * in a store that never evicts) or MP_INVALID. */
+int mp_store_set(int store, const char *key, size_t klen, int type,
+                 double num, const char *str, size_t len, double ttl,
+                 int add);
 /* Adds by to a number (an absent key starts at init, with ttl). Returns
  * 0 or 1 (evicted) with the sum in *result, or MP_INVALID when the value
  * is not a number, or MP_NOMEM. */
-int mp_store_incr(const char *key, size_t klen, double by, double init,
-                  double ttl, double *result);
-int mp_store_delete(const char *key, size_t klen);
+int mp_store_incr(int store, const char *key, size_t klen, double by,
+                  double init, double ttl, double *result);
+int mp_store_delete(int store, const char *key, size_t klen);
 /* Seconds left in *ttl (0: no expiry). Returns 0 or MP_NOT_FOUND. */
-int mp_store_ttl(const char *key, size_t klen, double *ttl);
+int mp_store_ttl(int store, const char *key, size_t klen, double *ttl);
 /* Up to max live keys (0: all), packed as 4-byte length and bytes in the
  * scratch buffer (*out, *len). Returns how many, or MP_NOMEM. */
-int mp_store_keys(unsigned max, const char **out, size_t *len);
-void mp_store_flush(void);
+int mp_store_keys(int store, unsigned max, const char **out, size_t *len);
+/* Removes every entry. Returns 0 or MP_INVALID. */
+int mp_store_flush(int store);
 
 #endif

@@ -56,7 +56,7 @@ static int check(const mp_config *cfg) {
                              .tv_usec = (suseconds_t)(cfg->load_timeout_ms % 1000) * 1000}};
   setitimer(ITIMER_REAL, &it, NULL);
   mp_shared *shared = NULL;
-  int rc = mp_shared_create(cfg->shared_size, 1, &shared);
+  int rc = mp_worker_shared_create(cfg, 1, &shared);
   if (rc != 0) {
     fprintf(stderr, "moonport: cannot create the shared store: %s\n",
             mp_strerror(rc));

@@ -663,10 +663,11 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
             uv_strerror(rc));
     goto done;
   }
-  rc = mp_shared_create(cfg->shared_size, cfg->workers, &m.shared);
+  rc = mp_worker_shared_create(cfg, cfg->workers, &m.shared);
   if (rc != 0) {
-    fprintf(stderr, "moonport: cannot create the shared store (%zu bytes): "
-            "%s\n", cfg->shared_size, mp_strerror(rc));
+    fprintf(stderr, "moonport: cannot create the shared stores (%zu + %zu + "
+            "%zu bytes): %s\n", cfg->shared_size, cfg->mock_state_size,
+            cfg->journal_memory, mp_strerror(rc));
     goto done;
   }
   /* Workers get the segment as descriptor 3 (a copy without close-on-exec);

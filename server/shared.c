@@ -1,26 +1,34 @@
 /*
  * The shared-memory segment (see shared.h): one memfd, mapped MAP_SHARED by
- * the master and every worker, each at its own address. Nothing inside the
- * segment is a pointer: every link is a uint32_t offset from the segment's
- * start, and 0 means none (offset 0 is the header, never an entry). That is
- * why the segment stops at 2 GiB.
+ * the master and every worker, each at its own address.
  *
  * Layout, each part starting on a 64-byte line:
  *
- *   header   magic, version, the layout below, the store's roots (LRU ends,
- *            free lists, counters) and a robust process-shared mutex
+ *   header   magic, version, the size and policy of every store, where each
+ *            starts, and the reload status
  *   slots    nslots mp_worker_slot, 64 bytes each
- *   buckets  a power-of-two array of chain heads, about one per 256 bytes
- *            of arena
- *   arena    the blocks that hold entries
+ *   stores   one after another, each:
+ *     store header  its layout, its roots (LRU ends, free lists, counters)
+ *                   and a robust process-shared mutex
+ *     buckets       a power-of-two array of chain heads, about one per 256
+ *                   bytes of arena
+ *     arena         the blocks that hold entries
  *
- * The arena is managed by a buddy allocator. Blocks are 64 bytes << order,
+ * Nothing inside a store is a pointer: every link is a uint32_t offset from
+ * the store's own start, and 0 means none (offset 0 is the store's header,
+ * never an entry). That is why a store stops at 2 GiB; the segment, which
+ * only knows where each store starts, may be larger. Stores share nothing
+ * but the segment: each has its own lock, so one store's traffic never
+ * waits on another's, and its own arena, so one can never evict another's
+ * entries.
+ *
+ * Each arena is managed by a buddy allocator. Blocks are 64 bytes << order,
  * up to min(1 MiB, the largest power of two the arena holds); the arena is
  * carved at creation into the largest aligned blocks that fit, so its tail,
  * too small for a largest block, is used by smaller ones. Every block starts
  * with its state (free or used) and order, so freeing a block can see
  * whether its buddy is free at the same order and merge with it. Merging is
- * what lets LRU eviction always make room in the end: once enough of the
+ * what lets eviction always make room in the end: once enough of the
  * oldest entries are gone, their blocks join up again, and an empty arena is
  * whole again. Free blocks sit on one doubly linked list per order.
  *
@@ -28,21 +36,24 @@
  * hash, expiry, type, lengths, number), then the key, then a string value.
  * Every block is 8-byte aligned, so the header's 64-bit fields are too. The
  * LRU list runs from the most recently used entry (head) to the least
- * (tail). Expired entries count as absent everywhere and are freed when an
- * operation meets them; set and incr also free up to two expired entries
- * from the LRU tail, as nginx's lua_shared_dict does, so a store that is
- * only ever written does not fill with dead entries before it evicts.
+ * (tail); in an MP_EVICT_FIFO store only writes move an entry to the head,
+ * so the tail is the oldest written. Expired entries count as absent
+ * everywhere and are freed when an operation meets them; set and incr also
+ * free up to two expired entries from the LRU tail, as nginx's
+ * lua_shared_dict does, so a store that is only ever written does not fill
+ * with dead entries before it evicts. An MP_EVICT_NEVER store evicts
+ * nothing: a write that finds no free block fails.
  *
- * The mutex is robust: when a worker dies holding it, the next process to
- * lock it gets EOWNERDEAD, cannot know how far the dead one got through its
- * edit of the lists, and so clears the store before going on. The worker
- * slots are outside the lock and survive that.
+ * The mutexes are robust: when a worker dies holding one, the next process
+ * to lock it gets EOWNERDEAD, cannot know how far the dead one got through
+ * its edit of the lists, and so clears that store before going on. The
+ * other stores and the worker slots are outside that lock and survive.
  *
  * The hash is not keyed, so a client that chooses keys can lengthen one
  * chain; scripts that store client-chosen keys should bound how many.
  *
  * This file does not allocate inside operations, does not block while
- * holding the lock (the error log is written after unlocking), and does not
+ * holding a lock (the error log is written after unlocking), and does not
  * know about Lua.
  */
 #ifndef _GNU_SOURCE
@@ -65,17 +76,17 @@
 #include "log.h"
 
 #define SHM_MAGIC 0x4853504du /* "MPSH" in little-endian memory */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 
-/* Offsets are uint32_t and must stay below 2^31 so that no sum of an
- * offset and a block size can wrap. */
+/* A store's offsets are uint32_t and must stay below 2^31 so that no sum
+ * of an offset and a block size can wrap. */
 #define SHM_MAX_SIZE ((size_t)1 << 31)
 
 #define MIN_BLOCK_SHIFT 6 /* 64 bytes */
 #define MAX_ORDER 14      /* 64 << 14 = 1 MiB */
 #define NORDERS (MAX_ORDER + 1)
 
-/* The arena must hold at least this much, or the slots took the segment. */
+/* The arena must hold at least this much. */
 #define MIN_ARENA 4096u
 
 /* Expiries further out than this (about 142,000 years) are clamped, so
@@ -85,24 +96,21 @@
 /* Block states: neither is 0, so zeroed memory never looks like a block. */
 enum { BLOCK_FREE = 0xF5, BLOCK_USED = 0x5E };
 
-/* Where the parts of the segment are. Computed from (size, nslots) alone,
- * so attach can recompute it and compare. */
-typedef struct shm_layout {
-  uint64_t size;
-  uint32_t nslots;
+/* Where the parts of a store are, as offsets from its start. Computed from
+ * (size, policy) alone, so attach can recompute it and compare. */
+typedef struct store_layout {
+  uint32_t size; /* a multiple of 64 */
+  uint32_t policy;
   uint32_t nbuckets; /* a power of two */
-  uint32_t slots_off;
   uint32_t buckets_off;
   uint32_t arena_off;
   uint32_t arena_size; /* a multiple of 64 */
   uint32_t max_order;  /* the largest block is 64 << max_order */
   uint32_t spare;
-} shm_layout;
+} store_layout;
 
-typedef struct shm_header {
-  uint32_t magic;
-  uint32_t version;
-  shm_layout layout;
+typedef struct store_header {
+  store_layout layout;
   /* The store; written only with the lock held. */
   uint32_t lru_head; /* most recently used entry */
   uint32_t lru_tail; /* least recently used entry */
@@ -110,7 +118,17 @@ typedef struct shm_header {
   uint32_t free_head[NORDERS];
   uint64_t used; /* bytes in used blocks */
   pthread_mutex_t lock;
-  mp_reload_status reload; /* outside the store: the master writes it */
+} store_header;
+
+typedef struct shm_header {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t size; /* the whole segment */
+  uint32_t nslots;
+  uint32_t nstores;
+  uint64_t slots_off;
+  uint64_t store_off[MP_SHARED_MAX_STORES];
+  mp_reload_status reload; /* outside the stores: the master writes it */
 } shm_header;
 
 /* The start of every block, free or used. */
@@ -142,16 +160,24 @@ _Static_assert(sizeof(shm_entry) == 48, "entry header size");
 _Static_assert(sizeof(shm_entry) % 8 == 0, "keys follow an aligned header");
 _Static_assert(sizeof(shm_free) <= 64, "a free block fits the smallest");
 
+/* This process's view of one store. */
+struct mp_store {
+  char *base; /* the store's start: offset 0 */
+  store_header *hdr;
+  uint32_t *buckets;
+  /* Set by lock() when it cleared the store after a dead owner, so that
+   * unlock() can log it once the lock is released. */
+  bool recovered;
+};
+
 struct mp_shared {
   int fd;
   char *base;
   size_t size;
   shm_header *hdr;
   mp_worker_slot *slots;
-  uint32_t *buckets;
-  /* Set by lock() when it cleared the store after a dead owner, so that
-   * unlock() can log it once the lock is released. */
-  bool recovered;
+  unsigned nstores;
+  mp_store stores[MP_SHARED_MAX_STORES];
 };
 
 /* ---- Layout ---- */
@@ -166,12 +192,14 @@ static uint32_t block_size(unsigned order) {
   return (uint32_t)1 << (MIN_BLOCK_SHIFT + order);
 }
 
-static int plan_layout(size_t size, unsigned nslots, shm_layout *l) {
+static int plan_store(size_t size, int policy, store_layout *l) {
   if (size < MP_SHARED_MIN_SIZE || size > SHM_MAX_SIZE) return MP_INVALID;
+  if (policy != MP_EVICT_LRU && policy != MP_EVICT_FIFO &&
+      policy != MP_EVICT_NEVER)
+    return MP_INVALID;
   memset(l, 0, sizeof *l);
-  uint64_t slots_off = align64(sizeof(shm_header));
-  uint64_t buckets_off = slots_off + (uint64_t)nslots * sizeof(mp_worker_slot);
-  if (buckets_off + MIN_ARENA > size) return MP_INVALID;
+  size &= ~(size_t)63;
+  uint64_t buckets_off = align64(sizeof(store_header));
   uint64_t nbuckets = floor_pow2((size - buckets_off) / 256);
   if (nbuckets == 0) nbuckets = 1;
   uint64_t arena_off = align64(buckets_off + nbuckets * sizeof(uint32_t));
@@ -182,10 +210,9 @@ static int plan_layout(size_t size, unsigned nslots, shm_layout *l) {
   while (max_order < MAX_ORDER && block_size(max_order + 1) <= top)
     max_order++;
 
-  l->size = size;
-  l->nslots = nslots;
+  l->size = (uint32_t)size;
+  l->policy = (uint32_t)policy;
   l->nbuckets = (uint32_t)nbuckets;
-  l->slots_off = (uint32_t)slots_off;
   l->buckets_off = (uint32_t)buckets_off;
   l->arena_off = (uint32_t)arena_off;
   l->arena_size = (uint32_t)arena_size;
@@ -193,27 +220,42 @@ static int plan_layout(size_t size, unsigned nslots, shm_layout *l) {
   return 0;
 }
 
-static bool layout_equal(const shm_layout *a, const shm_layout *b) {
-  return a->size == b->size && a->nslots == b->nslots &&
-         a->nbuckets == b->nbuckets && a->slots_off == b->slots_off &&
-         a->buckets_off == b->buckets_off && a->arena_off == b->arena_off &&
-         a->arena_size == b->arena_size && a->max_order == b->max_order;
+static bool layout_equal(const store_layout *a, const store_layout *b) {
+  return a->size == b->size && a->policy == b->policy &&
+         a->nbuckets == b->nbuckets && a->buckets_off == b->buckets_off &&
+         a->arena_off == b->arena_off && a->arena_size == b->arena_size &&
+         a->max_order == b->max_order;
+}
+
+/* Where the slots and each store go, and the segment's size: a function
+ * of the slot count and each store's layout alone. */
+static void plan_segment(unsigned nslots, const store_layout *stores,
+                         unsigned nstores, shm_header *h) {
+  h->nslots = nslots;
+  h->nstores = nstores;
+  h->slots_off = align64(sizeof(shm_header));
+  uint64_t off = align64(h->slots_off + (uint64_t)nslots * sizeof(mp_worker_slot));
+  for (unsigned i = 0; i < MP_SHARED_MAX_STORES; i++) {
+    h->store_off[i] = i < nstores ? off : 0;
+    if (i < nstores) off += stores[i].size;
+  }
+  h->size = off;
 }
 
 /* ---- Offsets ---- */
 
-static shm_entry *entry_at(const mp_shared *s, uint32_t off) {
+static shm_entry *entry_at(const mp_store *s, uint32_t off) {
   return (shm_entry *)(void *)(s->base + off);
 }
 
-static shm_free *free_at(const mp_shared *s, uint32_t off) {
+static shm_free *free_at(const mp_store *s, uint32_t off) {
   return (shm_free *)(void *)(s->base + off);
 }
 
 /* ---- The buddy allocator ---- */
 
-static void free_push(mp_shared *s, uint32_t off, unsigned order) {
-  shm_header *h = s->hdr;
+static void free_push(mp_store *s, uint32_t off, unsigned order) {
+  store_header *h = s->hdr;
   shm_free *b = free_at(s, off);
   b->state = BLOCK_FREE;
   b->order = (uint8_t)order;
@@ -223,7 +265,7 @@ static void free_push(mp_shared *s, uint32_t off, unsigned order) {
   h->free_head[order] = off;
 }
 
-static void free_unlink(mp_shared *s, uint32_t off) {
+static void free_unlink(mp_store *s, uint32_t off) {
   shm_free *b = free_at(s, off);
   if (b->prev != 0)
     free_at(s, b->prev)->next = b->next;
@@ -233,8 +275,8 @@ static void free_unlink(mp_shared *s, uint32_t off) {
 }
 
 /* A block of the given order, marked used, or 0 when none is free. */
-static uint32_t block_alloc(mp_shared *s, unsigned order) {
-  shm_header *h = s->hdr;
+static uint32_t block_alloc(mp_store *s, unsigned order) {
+  store_header *h = s->hdr;
   unsigned o = order;
   while (o <= h->layout.max_order && h->free_head[o] == 0) o++;
   if (o > h->layout.max_order) return 0;
@@ -251,8 +293,8 @@ static uint32_t block_alloc(mp_shared *s, unsigned order) {
   return off;
 }
 
-static void block_free(mp_shared *s, uint32_t off) {
-  shm_header *h = s->hdr;
+static void block_free(mp_store *s, uint32_t off) {
+  store_header *h = s->hdr;
   unsigned order = free_at(s, off)->order;
   assert(free_at(s, off)->state == BLOCK_USED && "freeing a free block");
   h->used -= block_size(order);
@@ -277,9 +319,9 @@ static void block_free(mp_shared *s, uint32_t off) {
  * changes after creation, so it is safe on a store a dead worker left
  * half-edited. `zeroed` skips clearing buckets a new memfd already has
  * as zeros, so a large segment does not touch them all at creation. */
-static void store_reset(mp_shared *s, bool zeroed) {
-  shm_header *h = s->hdr;
-  const shm_layout *l = &h->layout;
+static void store_reset(mp_store *s, bool zeroed) {
+  store_header *h = s->hdr;
+  const store_layout *l = &h->layout;
   if (!zeroed) memset(s->buckets, 0, (size_t)l->nbuckets * sizeof(uint32_t));
   h->lru_head = h->lru_tail = 0;
   h->nentries = 0;
@@ -298,7 +340,7 @@ static void store_reset(mp_shared *s, bool zeroed) {
 
 /* ---- The lock ---- */
 
-static void lock(mp_shared *s) {
+static void lock(mp_store *s) {
   int rc = pthread_mutex_lock(&s->hdr->lock);
   if (rc == 0) return;
   if (rc == EOWNERDEAD) {
@@ -314,7 +356,7 @@ static void lock(mp_shared *s) {
   abort();
 }
 
-static void unlock(mp_shared *s) {
+static void unlock(mp_store *s) {
   pthread_mutex_unlock(&s->hdr->lock);
   if (s->recovered) {
     s->recovered = false;
@@ -374,12 +416,12 @@ static unsigned order_for(size_t need) {
   return order;
 }
 
-static uint32_t *bucket_of(mp_shared *s, uint64_t hash) {
+static uint32_t *bucket_of(mp_store *s, uint64_t hash) {
   return &s->buckets[hash & (s->hdr->layout.nbuckets - 1)];
 }
 
-static void lru_unlink(mp_shared *s, shm_entry *e) {
-  shm_header *h = s->hdr;
+static void lru_unlink(mp_store *s, shm_entry *e) {
+  store_header *h = s->hdr;
   if (e->lprev != 0)
     entry_at(s, e->lprev)->lnext = e->lnext;
   else
@@ -390,8 +432,8 @@ static void lru_unlink(mp_shared *s, shm_entry *e) {
     h->lru_tail = e->lprev;
 }
 
-static void lru_push(mp_shared *s, uint32_t off) {
-  shm_header *h = s->hdr;
+static void lru_push(mp_store *s, uint32_t off) {
+  store_header *h = s->hdr;
   shm_entry *e = entry_at(s, off);
   e->lprev = 0;
   e->lnext = h->lru_head;
@@ -402,14 +444,14 @@ static void lru_push(mp_shared *s, uint32_t off) {
   h->lru_head = off;
 }
 
-static void lru_touch(mp_shared *s, uint32_t off) {
+static void lru_touch(mp_store *s, uint32_t off) {
   if (s->hdr->lru_head == off) return;
   lru_unlink(s, entry_at(s, off));
   lru_push(s, off);
 }
 
 /* Unlinks an entry from its chain and the LRU list and frees its block. */
-static void entry_remove(mp_shared *s, uint32_t off) {
+static void entry_remove(mp_store *s, uint32_t off) {
   shm_entry *e = entry_at(s, off);
   uint32_t *link = bucket_of(s, e->hash);
   while (*link != off && *link != 0) link = &entry_at(s, *link)->hnext;
@@ -421,7 +463,7 @@ static void entry_remove(mp_shared *s, uint32_t off) {
 }
 
 /* The live entry for key, or 0. An expired one met here is freed. */
-static uint32_t entry_find(mp_shared *s, const char *key, size_t klen,
+static uint32_t entry_find(mp_store *s, const char *key, size_t klen,
                            uint64_t hash, uint64_t now) {
   for (uint32_t off = *bucket_of(s, hash); off != 0;) {
     shm_entry *e = entry_at(s, off);
@@ -438,7 +480,7 @@ static uint32_t entry_find(mp_shared *s, const char *key, size_t klen,
 
 /* Frees up to n expired entries from the LRU tail, stopping at the first
  * live one. Not an eviction: those entries were already gone. */
-static void expire_tail(mp_shared *s, uint64_t now, unsigned n) {
+static void expire_tail(mp_store *s, uint64_t now, unsigned n) {
   for (unsigned i = 0; i < n; i++) {
     uint32_t off = s->hdr->lru_tail;
     if (off == 0 || !expired(entry_at(s, off), now)) return;
@@ -447,13 +489,16 @@ static void expire_tail(mp_shared *s, uint64_t now, unsigned n) {
 }
 
 /* A used block of the given order, evicting from the LRU tail until one is
- * free. Returns 0 only when the store is empty and still has no such block,
- * which cannot happen for an order up to max_order. */
-static uint32_t alloc_evicting(mp_shared *s, unsigned order, bool *evicted) {
+ * free (in an MP_EVICT_NEVER store, only a block already free). Returns 0
+ * when there is none: in a store that evicts, only when the store is empty
+ * and still has no such block, which cannot happen for an order up to
+ * max_order. */
+static uint32_t alloc_evicting(mp_store *s, unsigned order, bool *evicted) {
   for (;;) {
     uint32_t off = block_alloc(s, order);
     if (off != 0) return off;
-    if (s->hdr->lru_tail == 0) return 0;
+    if (s->hdr->lru_tail == 0 || s->hdr->layout.policy == MP_EVICT_NEVER)
+      return 0;
     entry_remove(s, s->hdr->lru_tail);
     *evicted = true;
   }
@@ -470,7 +515,7 @@ static void entry_write_value(shm_entry *e, int type, double number,
 }
 
 /* Fills a newly allocated block and links it in as most recently used. */
-static void entry_insert(mp_shared *s, uint32_t off, const char *key,
+static void entry_insert(mp_store *s, uint32_t off, const char *key,
                          size_t klen, uint64_t hash, int type, double number,
                          const char *str, size_t vlen, uint64_t expires) {
   shm_entry *e = entry_at(s, off);
@@ -493,24 +538,48 @@ static void bind_segment(mp_shared *s, int fd, void *base, size_t size) {
   s->base = base;
   s->size = size;
   s->hdr = base;
-  s->slots = (mp_worker_slot *)(void *)(s->base + s->hdr->layout.slots_off);
-  s->buckets = (uint32_t *)(void *)(s->base + s->hdr->layout.buckets_off);
-  s->recovered = false;
+  s->slots = (mp_worker_slot *)(void *)(s->base + s->hdr->slots_off);
+  s->nstores = s->hdr->nstores;
+  for (unsigned i = 0; i < s->nstores; i++) {
+    mp_store *st = &s->stores[i];
+    st->base = s->base + s->hdr->store_off[i];
+    st->hdr = (store_header *)(void *)st->base;
+    st->buckets = (uint32_t *)(void *)(st->base + st->hdr->layout.buckets_off);
+    st->recovered = false;
+  }
 }
 
-int mp_shared_create(size_t size, unsigned nslots, mp_shared **out) {
+/* Sets up a new store's header and lock in zeroed memory. */
+static int store_init(mp_store *st, const store_layout *l) {
+  pthread_mutexattr_t attr;
+  int rc = pthread_mutexattr_init(&attr);
+  if (rc != 0) return -rc;
+  st->hdr->layout = *l;
+  if ((rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED)) ||
+      (rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST)) ||
+      (rc = pthread_mutex_init(&st->hdr->lock, &attr)))
+    rc = -rc;
+  pthread_mutexattr_destroy(&attr);
+  if (rc == 0) store_reset(st, true);
+  return rc;
+}
+
+int mp_shared_create(const mp_store_spec *stores, unsigned nstores,
+                     unsigned nslots, mp_shared **out) {
   mp_shared *s = NULL;
   int fd = -1;
   void *base = MAP_FAILED;
-  shm_header *h;
-  pthread_mutexattr_t attr;
-  bool attr_made = false;
-  shm_layout l;
-  int rc;
+  store_layout layouts[MP_SHARED_MAX_STORES];
+  shm_header plan;
+  int rc = MP_INVALID;
 
   *out = NULL;
-  rc = plan_layout(size, nslots, &l);
-  if (rc != 0) goto err;
+  if (nstores == 0 || nstores > MP_SHARED_MAX_STORES) goto err;
+  for (unsigned i = 0; i < nstores; i++)
+    if ((rc = plan_store(stores[i].size, stores[i].policy, &layouts[i])) != 0)
+      goto err;
+  memset(&plan, 0, sizeof plan);
+  plan_segment(nslots, layouts, nstores, &plan);
   s = calloc(1, sizeof *s);
   if (s == NULL) {
     rc = MP_NOMEM;
@@ -518,55 +587,69 @@ int mp_shared_create(size_t size, unsigned nslots, mp_shared **out) {
   }
   /* No MFD_CLOEXEC: workers are exec'd and inherit the descriptor. */
   fd = memfd_create("moonport-shared", 0);
-  if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
+  if (fd < 0 || ftruncate(fd, (off_t)plan.size) != 0) {
     rc = -errno;
     goto err;
   }
-  base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  base = mmap(NULL, plan.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     rc = -errno;
     goto err;
   }
-
-  h = base;
-  h->layout = l;
-  if ((rc = pthread_mutexattr_init(&attr)) != 0) {
-    rc = -rc;
-    goto err;
-  }
-  attr_made = true;
-  if ((rc = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED)) ||
-      (rc = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST)) ||
-      (rc = pthread_mutex_init(&h->lock, &attr))) {
-    rc = -rc;
-    goto err;
-  }
-  pthread_mutexattr_destroy(&attr);
-  attr_made = false;
-
-  bind_segment(s, fd, base, size);
+  /* Every store's header first: binding reads each one's layout. */
+  for (unsigned i = 0; i < nstores; i++)
+    ((store_header *)(void *)((char *)base + plan.store_off[i]))->layout =
+        layouts[i];
+  *(shm_header *)base = plan;
+  bind_segment(s, fd, base, plan.size);
+  for (unsigned i = 0; i < nstores; i++)
+    if ((rc = store_init(&s->stores[i], &layouts[i])) != 0) goto err;
   for (unsigned i = 0; i < nslots; i++) s->slots[i].route = -1;
-  store_reset(s, true);
-  h->version = SHM_VERSION;
-  h->magic = SHM_MAGIC;
+  s->hdr->version = SHM_VERSION;
+  s->hdr->magic = SHM_MAGIC;
   *out = s;
   return 0;
 
 err:
-  if (attr_made) pthread_mutexattr_destroy(&attr);
-  if (base != MAP_FAILED) munmap(base, size);
+  if (base != MAP_FAILED) munmap(base, plan.size);
   if (fd >= 0) close(fd);
   free(s);
   return rc;
+}
+
+/* Whether the mapped segment h (size bytes) is one mp_shared_create made:
+ * every offset is recomputed from the sizes and policies before one is
+ * followed. */
+static bool segment_sound(const shm_header *h, size_t size) {
+  store_layout layouts[MP_SHARED_MAX_STORES];
+  shm_header plan;
+  if (size < sizeof(shm_header) || h->magic != SHM_MAGIC ||
+      h->version != SHM_VERSION || h->nstores == 0 ||
+      h->nstores > MP_SHARED_MAX_STORES || h->size != size)
+    return false;
+  for (unsigned i = 0; i < h->nstores; i++) {
+    /* The store's offset is checked below; read its layout only once it
+     * lies inside the segment. */
+    if (h->store_off[i] + sizeof(store_header) > size) return false;
+    const store_header *sh =
+        (const store_header *)(const void *)((const char *)h + h->store_off[i]);
+    if (plan_store(sh->layout.size, (int)sh->layout.policy, &layouts[i]) != 0 ||
+        !layout_equal(&layouts[i], &sh->layout))
+      return false;
+  }
+  memset(&plan, 0, sizeof plan);
+  plan_segment(h->nslots, layouts, h->nstores, &plan);
+  if (plan.size != size || plan.slots_off != h->slots_off) return false;
+  for (unsigned i = 0; i < MP_SHARED_MAX_STORES; i++)
+    if (plan.store_off[i] != h->store_off[i]) return false;
+  return true;
 }
 
 int mp_shared_attach(int fd, mp_shared **out) {
   mp_shared *s = NULL;
   void *base = MAP_FAILED;
   size_t size = 0;
-  const shm_header *h;
   struct stat st;
-  shm_layout l;
   int rc;
 
   *out = NULL;
@@ -574,8 +657,7 @@ int mp_shared_attach(int fd, mp_shared **out) {
     rc = -errno;
     goto err;
   }
-  if (st.st_size < (off_t)MP_SHARED_MIN_SIZE ||
-      (uint64_t)st.st_size > SHM_MAX_SIZE) {
+  if (st.st_size < (off_t)MP_SHARED_MIN_SIZE) {
     rc = MP_INVALID;
     goto err;
   }
@@ -585,12 +667,7 @@ int mp_shared_attach(int fd, mp_shared **out) {
     rc = -errno;
     goto err;
   }
-  /* The layout is a function of size and nslots: recomputing it checks
-   * every offset before one is followed. */
-  h = base;
-  if (h->magic != SHM_MAGIC || h->version != SHM_VERSION ||
-      plan_layout(size, h->layout.nslots, &l) != 0 ||
-      !layout_equal(&l, &h->layout)) {
+  if (!segment_sound(base, size)) {
     rc = MP_INVALID;
     goto err;
   }
@@ -619,16 +696,20 @@ void mp_shared_close(mp_shared *s) {
   free(s);
 }
 
+mp_store *mp_shared_store(mp_shared *s, unsigned i) {
+  return i < s->nstores ? &s->stores[i] : NULL;
+}
+
+unsigned mp_shared_nstores(const mp_shared *s) { return s->nstores; }
+
 mp_reload_status *mp_shared_reload(mp_shared *s) { return &s->hdr->reload; }
 
 mp_worker_slot *mp_shared_slot(mp_shared *s, unsigned id) {
-  if (id == 0 || id > s->hdr->layout.nslots) return NULL;
+  if (id == 0 || id > s->hdr->nslots) return NULL;
   return &s->slots[id - 1];
 }
 
-unsigned mp_shared_nslots(const mp_shared *s) {
-  return s->hdr->layout.nslots;
-}
+unsigned mp_shared_nslots(const mp_shared *s) { return s->hdr->nslots; }
 
 uint64_t mp_shared_now_ms(void) {
   struct timespec ts;
@@ -636,7 +717,7 @@ uint64_t mp_shared_now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-int mp_shared_get(mp_shared *s, const char *key, size_t klen,
+int mp_shared_get(mp_store *s, const char *key, size_t klen,
                   mp_shared_value *out, char *buf, size_t cap) {
   if (!key_ok(key, klen)) return MP_NOT_FOUND;
   uint64_t now = mp_shared_now_ms(), hash = hash_key(key, klen);
@@ -650,7 +731,7 @@ int mp_shared_get(mp_shared *s, const char *key, size_t klen,
     rc = MP_NOT_FOUND;
     goto out;
   }
-  lru_touch(s, off);
+  if (s->hdr->layout.policy == MP_EVICT_LRU) lru_touch(s, off);
   e = entry_at(s, off);
   out->type = e->type;
   out->number = e->number;
@@ -670,7 +751,7 @@ out:
   return rc;
 }
 
-int mp_shared_set(mp_shared *s, const char *key, size_t klen,
+int mp_shared_set(mp_store *s, const char *key, size_t klen,
                   const mp_shared_value *v, double ttl, int flags,
                   bool *evicted) {
   bool ev = false;
@@ -716,13 +797,25 @@ int mp_shared_set(mp_shared *s, const char *key, size_t klen,
     lru_touch(s, off);
     goto out;
   }
-  /* Remove the old entry before allocating, so eviction neither takes it
-   * out from under us nor counts its space as taken. */
-  if (off != 0) entry_remove(s, off);
-  off = alloc_evicting(s, order, &ev);
-  if (off == 0) {
-    rc = MP_NOMEM;
-    goto out;
+  if (s->hdr->layout.policy == MP_EVICT_NEVER) {
+    /* Nothing may be lost: the new entry needs a block before the old one
+     * goes. */
+    uint32_t fresh = block_alloc(s, order);
+    if (fresh == 0) {
+      rc = MP_NOMEM;
+      goto out;
+    }
+    if (off != 0) entry_remove(s, off);
+    off = fresh;
+  } else {
+    /* Remove the old entry before allocating, so eviction neither takes
+     * it out from under us nor counts its space as taken. */
+    if (off != 0) entry_remove(s, off);
+    off = alloc_evicting(s, order, &ev);
+    if (off == 0) {
+      rc = MP_NOMEM;
+      goto out;
+    }
   }
   entry_insert(s, off, key, klen, hash, v->type, number, v->str, vlen,
                expires);
@@ -733,7 +826,7 @@ out:
   return rc;
 }
 
-int mp_shared_incr(mp_shared *s, const char *key, size_t klen, double by,
+int mp_shared_incr(mp_store *s, const char *key, size_t klen, double by,
                    double init, double init_ttl, double *result,
                    bool *evicted) {
   bool ev = false;
@@ -756,6 +849,7 @@ int mp_shared_incr(mp_shared *s, const char *key, size_t klen, double by,
       goto out;
     }
     sum = e->number += by;
+    /* A write: the most recent entry in FIFO order too. */
     lru_touch(s, off);
     goto out;
   }
@@ -776,7 +870,7 @@ out:
   return rc;
 }
 
-int mp_shared_delete(mp_shared *s, const char *key, size_t klen) {
+int mp_shared_delete(mp_store *s, const char *key, size_t klen) {
   if (!key_ok(key, klen)) return MP_NOT_FOUND;
   uint64_t now = mp_shared_now_ms(), hash = hash_key(key, klen);
   int rc = 0;
@@ -791,7 +885,7 @@ int mp_shared_delete(mp_shared *s, const char *key, size_t klen) {
   return rc;
 }
 
-int mp_shared_ttl(mp_shared *s, const char *key, size_t klen, double *ttl) {
+int mp_shared_ttl(mp_store *s, const char *key, size_t klen, double *ttl) {
   if (!key_ok(key, klen)) return MP_NOT_FOUND;
   uint64_t now = mp_shared_now_ms(), hash = hash_key(key, klen);
   int rc = 0;
@@ -809,7 +903,7 @@ int mp_shared_ttl(mp_shared *s, const char *key, size_t klen, double *ttl) {
   return rc;
 }
 
-int mp_shared_keys(mp_shared *s, unsigned max, char *buf, size_t cap,
+int mp_shared_keys(mp_store *s, unsigned max, char *buf, size_t cap,
                    size_t *used, unsigned *count) {
   uint64_t now = mp_shared_now_ms();
   size_t need = 0;
@@ -840,13 +934,13 @@ int mp_shared_keys(mp_shared *s, unsigned max, char *buf, size_t cap,
   return need > cap ? MP_AGAIN : 0;
 }
 
-void mp_shared_flush(mp_shared *s) {
+void mp_shared_flush(mp_store *s) {
   lock(s);
   store_reset(s, false);
   unlock(s);
 }
 
-void mp_shared_usage(mp_shared *s, size_t *capacity, size_t *used,
+void mp_shared_usage(mp_store *s, size_t *capacity, size_t *used,
                      unsigned *entries) {
   lock(s);
   *capacity = s->hdr->layout.arena_size;

@@ -1,16 +1,22 @@
 /*
- * Shared memory: the store behind moonport.shared and the workers'
- * heartbeat slots, in one segment the master creates before any worker
- * starts and every worker maps. It outlives any one worker, so a crash or a
- * reload loses nothing that was stored.
+ * Shared memory: the key-value stores behind moonport.shared and the mock
+ * server's state and journal, and the workers' heartbeat slots, in one
+ * segment the master creates before any worker starts and every worker
+ * maps. It outlives any one worker, so a crash or a reload loses nothing
+ * that was stored.
  *
- * The store maps string keys to strings, numbers or booleans, each with an
- * optional time to live. Its size is fixed at creation; when an entry does
- * not fit, the least recently used entries are evicted until it does, and
- * the caller is told. Every operation holds one process-shared lock only
- * for a hash lookup, a copy of the value and any evictions, never blocks
- * on anything else while holding it, and never allocates from the heap, so
- * it is atomic across workers and safe on the request path.
+ * The segment holds up to MP_SHARED_MAX_STORES stores, each with its own
+ * size, lock, hash table, LRU list and eviction policy: what one store
+ * holds can never push out what another holds. A store maps string keys to
+ * strings, numbers or booleans, each with an optional time to live. Its
+ * size is fixed at creation; when an entry does not fit, the policy
+ * decides: MP_EVICT_LRU evicts the least recently used entries until it
+ * does, MP_EVICT_FIFO the oldest written (reads do not reorder), and
+ * MP_EVICT_NEVER refuses the write and keeps what is there. Every
+ * operation holds its store's process-shared lock only for a hash lookup,
+ * a copy of the value and any evictions, never blocks on anything else
+ * while holding it, and never allocates from the heap, so it is atomic
+ * across workers and safe on the request path.
  *
  * A worker slot is written by its worker only (plain stores of aligned
  * words) and read by the master, which uses it to find a worker stuck in a
@@ -23,7 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct mp_shared mp_shared;
+typedef struct mp_shared mp_shared; /* the segment */
+typedef struct mp_store mp_store;   /* one store in it */
 
 /* One per worker id, a cache line each so workers do not share lines. */
 typedef struct mp_worker_slot {
@@ -76,14 +83,33 @@ enum {
 /* The longest key, in bytes. */
 #define MP_SHARED_KEY_MAX 65535
 
-/* The smallest size of the segment; the largest is 2 GiB. */
+/* The smallest store; the largest is 2 GiB. */
 #define MP_SHARED_MIN_SIZE (64 * 1024)
 
-/* Creates the segment (a memfd, so it can be handed to exec'd workers) of
- * `size` bytes with `nslots` worker slots, and maps it. Returns 0,
- * MP_INVALID when size is below MP_SHARED_MIN_SIZE or above 2 GiB or the
- * slots leave the store less than 4 KiB, MP_NOMEM, or a negative errno. */
-int mp_shared_create(size_t size, unsigned nslots, mp_shared **out);
+/* The most stores one segment holds. */
+#define MP_SHARED_MAX_STORES 4
+
+/* What a store does when an entry does not fit. */
+enum {
+  MP_EVICT_LRU = 0,  /* evict the least recently used (get and set use) */
+  MP_EVICT_FIFO = 1, /* evict the oldest written; get does not reorder */
+  MP_EVICT_NEVER = 2 /* evict nothing: the write fails with MP_NOMEM */
+};
+
+/* One store of a segment: its bytes (header, hash table and entries,
+ * MP_SHARED_MIN_SIZE to 2 GiB) and its MP_EVICT_* policy. */
+typedef struct mp_store_spec {
+  size_t size;
+  int policy;
+} mp_store_spec;
+
+/* Creates the segment (a memfd, so it can be handed to exec'd workers)
+ * with `nstores` stores as `stores` describes (1 to MP_SHARED_MAX_STORES)
+ * and `nslots` worker slots, and maps it. Returns 0, MP_INVALID when a
+ * store's size is out of range or its policy unknown, MP_NOMEM, or a
+ * negative errno. */
+int mp_shared_create(const mp_store_spec *stores, unsigned nstores,
+                     unsigned nslots, mp_shared **out);
 
 /* Maps a segment made by mp_shared_create from its descriptor (inherited
  * by a worker). Returns 0, MP_INVALID when fd does not hold one, MP_NOMEM,
@@ -95,6 +121,11 @@ int mp_shared_fd(const mp_shared *s);
 
 /* Unmaps and closes. NULL is allowed. */
 void mp_shared_close(mp_shared *s);
+
+/* Store i (0-based, in the order given to mp_shared_create), or NULL when
+ * i is out of range. Valid as long as the segment is mapped. */
+mp_store *mp_shared_store(mp_shared *s, unsigned i);
+unsigned mp_shared_nstores(const mp_shared *s);
 
 /* The reload status in the segment. */
 mp_reload_status *mp_shared_reload(mp_shared *s);
@@ -111,8 +142,8 @@ uint64_t mp_shared_now_ms(void);
  * and out->str points there), MP_NOT_FOUND when absent or expired (or the
  * key is one set would refuse), or MP_AGAIN when a string value is longer
  * than cap (out->len says how long: grow buf and call again). A found
- * entry becomes the most recently used. */
-int mp_shared_get(mp_shared *s, const char *key, size_t klen,
+ * entry becomes the most recently used, in an MP_EVICT_LRU store. */
+int mp_shared_get(mp_store *s, const char *key, size_t klen,
                   mp_shared_value *out, char *buf, size_t cap);
 
 /* Stores v under key, replacing what was there, expiring after ttl seconds
@@ -122,8 +153,10 @@ int mp_shared_get(mp_shared *s, const char *key, size_t klen,
  * freed on the way do not count. Returns 0, MP_DECLINED, MP_INVALID (empty
  * or too long key, negative ttl, type NIL), or MP_NOMEM when the entry is
  * larger than the store's largest block (1 MiB at most) and so could never
- * fit; nothing is evicted then. */
-int mp_shared_set(mp_shared *s, const char *key, size_t klen,
+ * fit (nothing is evicted then), or, in an MP_EVICT_NEVER store, when no
+ * block is free: the store is left as it was, the old value included (it
+ * needs room for the new entry beside the old one). */
+int mp_shared_set(mp_store *s, const char *key, size_t klen,
                   const mp_shared_value *v, double ttl, int flags,
                   bool *evicted);
 
@@ -131,29 +164,29 @@ int mp_shared_set(mp_shared *s, const char *key, size_t klen,
  * absent or expired key starts from `init` and gets `init_ttl` (seconds,
  * 0: never); an existing key keeps its expiry. Returns 0, MP_INVALID when
  * the value there is not a number (or the key is bad), or MP_NOMEM. */
-int mp_shared_incr(mp_shared *s, const char *key, size_t klen, double by,
+int mp_shared_incr(mp_store *s, const char *key, size_t klen, double by,
                    double init, double init_ttl, double *result,
                    bool *evicted);
 
 /* Removes key. Returns 0, or MP_NOT_FOUND when it was not there. */
-int mp_shared_delete(mp_shared *s, const char *key, size_t klen);
+int mp_shared_delete(mp_store *s, const char *key, size_t klen);
 
 /* Seconds until key expires in *ttl (0 when it never does). Returns 0 or
  * MP_NOT_FOUND. Does not change the LRU order. */
-int mp_shared_ttl(mp_shared *s, const char *key, size_t klen, double *ttl);
+int mp_shared_ttl(mp_store *s, const char *key, size_t klen, double *ttl);
 
 /* Writes up to max keys (0: all) that have not expired into buf, each as a
  * 4-byte length (host order) followed by its bytes; *count says how many
  * and *used how many bytes. Returns 0, or MP_AGAIN when cap is short
  * (*used then says how much is needed). Order is unspecified. */
-int mp_shared_keys(mp_shared *s, unsigned max, char *buf, size_t cap,
+int mp_shared_keys(mp_store *s, unsigned max, char *buf, size_t cap,
                    size_t *used, unsigned *count);
 
 /* Removes every entry. */
-void mp_shared_flush(mp_shared *s);
+void mp_shared_flush(mp_store *s);
 
 /* Capacity (bytes entries can use), bytes in use, and live entries. */
-void mp_shared_usage(mp_shared *s, size_t *capacity, size_t *used,
+void mp_shared_usage(mp_store *s, size_t *capacity, size_t *used,
                      unsigned *entries);
 
 #endif

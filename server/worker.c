@@ -341,6 +341,16 @@ static int listen_on(mp_worker *w) {
   return 0;
 }
 
+int mp_worker_shared_create(const mp_config *cfg, unsigned nslots,
+                            mp_shared **out) {
+  mp_store_spec stores[MP_NSTORES] = {
+      [MP_STORE_SHARED] = {cfg->shared_size, MP_EVICT_LRU},
+      [MP_STORE_MOCK] = {cfg->mock_state_size, MP_EVICT_NEVER},
+      [MP_STORE_JOURNAL] = {cfg->journal_memory, MP_EVICT_FIFO},
+  };
+  return mp_shared_create(stores, MP_NSTORES, nslots, out);
+}
+
 int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
                    unsigned id) {
   memset(w, 0, sizeof *w);
@@ -476,6 +486,10 @@ int mp_worker_main(const mp_config *cfg, unsigned id, int master) {
   }
   mp_shared *shared = NULL;
   int rc = mp_shared_attach(MP_WORKER_SHARED_FD, &shared);
+  if (rc == 0 && mp_shared_nstores(shared) != MP_NSTORES) {
+    mp_shared_close(shared);
+    rc = MP_INVALID;
+  }
   if (rc != 0) {
     fprintf(stderr, "moonport: worker %u: no shared segment on descriptor "
             "%d: %s\n", id, MP_WORKER_SHARED_FD, mp_strerror(rc));
@@ -542,26 +556,35 @@ static int reload_json(mp_worker *w, mp_buf *out) {
              msg[0] ? quoted : "null");
 }
 
+/* "name":{...}: how full store i is. */
+static int store_json(mp_worker *w, mp_buf *out, const char *name,
+                      unsigned i) {
+  size_t cap = 0, used = 0;
+  unsigned entries = 0;
+  mp_shared_usage(mp_shared_store(w->shared, i), &cap, &used, &entries);
+  return put(out,
+             "\"%s\":{\"capacity_bytes\":%zu,\"used_bytes\":%zu,"
+             "\"entries\":%u},", name, cap, used, entries);
+}
+
 int mp_worker_stats_json(mp_worker *w, mp_buf *out) {
   const mp_stats *st = &w->stats;
-  size_t shared_cap = 0, shared_used = 0;
-  unsigned shared_entries = 0;
-  mp_shared_usage(w->shared, &shared_cap, &shared_used, &shared_entries);
   int rc = put(out,
                "{\"worker\":{\"id\":%u,\"pid\":%d,\"requests\":%llu,"
                "\"connections\":{\"open\":%u,\"accepted\":%llu,\"refused\":%llu,"
                "\"unsent_bytes\":%zu},"
                "\"lua_heap_bytes\":%zu,\"mallocs\":%llu,"
-               "\"memory_limit_hits\":%llu},"
-               "\"shared\":{\"capacity_bytes\":%zu,\"used_bytes\":%zu,"
-               "\"entries\":%u},\"routes\":[",
+               "\"memory_limit_hits\":%llu},",
                w->id, (int)getpid(), (unsigned long long)st->requests, w->nconns,
                (unsigned long long)st->accepted,
                (unsigned long long)st->refused, mp_conn_unsent_all(w),
                mp_vm_heap_size(w->vm),
                (unsigned long long)mp_malloc_count,
-               (unsigned long long)st->memory_limit_hits, shared_cap,
-               shared_used, shared_entries);
+               (unsigned long long)st->memory_limit_hits);
+  if (rc == 0) rc = store_json(w, out, "shared", MP_STORE_SHARED);
+  if (rc == 0) rc = store_json(w, out, "mock_state", MP_STORE_MOCK);
+  if (rc == 0) rc = store_json(w, out, "mock_journal", MP_STORE_JOURNAL);
+  if (rc == 0) rc = put(out, "\"routes\":[");
   for (unsigned i = 0; rc == 0 && i < st->nroutes; i++) {
     const mp_route *route = mp_router_route(w->router, i);
     const mp_route_stats *r = &st->routes[i];

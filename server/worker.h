@@ -21,11 +21,22 @@ typedef struct mp_conn mp_conn;
 typedef struct mp_request mp_request;
 typedef struct mp_vm mp_vm;
 
+/* The stores of the shared segment (mp_shared_store): moonport.shared's,
+ * the mock server's state (admin-added mappings, scenario states,
+ * counters; never evicted) and the mock's journal (only its entries;
+ * the oldest written are dropped first). */
+enum {
+  MP_STORE_SHARED = 0,
+  MP_STORE_MOCK = 1,
+  MP_STORE_JOURNAL = 2,
+  MP_NSTORES = 3
+};
+
 typedef struct mp_worker {
   uv_loop_t *loop;
   const mp_config *cfg;
   unsigned id;          /* 1..--workers; 0 when only loading (--check) */
-  mp_shared *shared;    /* moonport.shared; not owned */
+  mp_shared *shared;    /* the segment of every MP_STORE_*; not owned */
   mp_worker_slot *slot; /* this worker's heartbeat, or NULL */
   uv_pipe_t control;    /* to the master: end of file means it is gone */
   mp_http1_limits limits;
@@ -80,6 +91,12 @@ typedef struct mp_worker {
 
 /* The worker of this process (the FFI functions reach it here). */
 extern mp_worker *mp_worker_self;
+
+/* Creates the shared segment with the MP_STORE_* stores sized as cfg says
+ * (--shared-size, --mock-state-size, --journal-memory) and nslots worker
+ * slots. Returns what mp_shared_create does. */
+int mp_worker_shared_create(const mp_config *cfg, unsigned nslots,
+                            mp_shared **out);
 
 /* Sets up the loop, pools, VM (loading cfg->app, with `shared` as
  * moonport.shared) and, unless cfg->check, the listening socket and the

@@ -54,24 +54,37 @@ int mp_res_finish(uint64_t ctx);
 int mp_res_fault(uint64_t ctx, int kind);
 int mp_sleep(double ms);
 void mp_lua_file_loaded(const char *path, size_t len);
-void *mp_regex_compile(const char *pattern, size_t len, int caseless,
-                       char *err, size_t errlen);
+void *mp_regex_compile(const char *pattern, size_t len, int flags, char *err,
+                       size_t errlen);
 int mp_regex_match(void *re, const char *subject, size_t len);
+int mp_regex_prefix(void *re, const char *subject, size_t len);
 void mp_regex_free(void *re);
 int mp_dir_list(const char *path, const char **out, size_t *len);
-int mp_mock_settings(const char **dir, int *cors, int *journal_size);
+int mp_file_confine(const char *root, const char *name, size_t nlen,
+                    char *out, size_t cap, double *size);
+typedef struct mp_mock_config {
+  const char *dir;
+  const char *listen_host;
+  const char *admin_hosts;
+  int cors;
+  int admin_cors;
+  int journal_size;
+} mp_mock_config;
+int mp_mock_settings(mp_mock_config *out);
 double mp_clock_wall(void);
 void mp_lua_log(int level, const char *msg, size_t len);
-int mp_store_get(const char *key, size_t klen, double *num, const char **str,
-                 size_t *len);
-int mp_store_set(const char *key, size_t klen, int type, double num,
-                 const char *str, size_t len, double ttl, int add);
-int mp_store_incr(const char *key, size_t klen, double by, double init,
-                  double ttl, double *result);
-int mp_store_delete(const char *key, size_t klen);
-int mp_store_ttl(const char *key, size_t klen, double *ttl);
-int mp_store_keys(unsigned max, const char **out, size_t *len);
-void mp_store_flush(void);
+char *strerror(int errnum);
+int mp_store_get(int store, const char *key, size_t klen, double *num,
+                 const char **str, size_t *len);
+int mp_store_set(int store, const char *key, size_t klen, int type,
+                 double num, const char *str, size_t len, double ttl,
+                 int add);
+int mp_store_incr(int store, const char *key, size_t klen, double by,
+                  double init, double ttl, double *result);
+int mp_store_delete(int store, const char *key, size_t klen);
+int mp_store_ttl(int store, const char *key, size_t klen, double *ttl);
+int mp_store_keys(int store, unsigned max, const char **out, size_t *len);
+int mp_store_flush(int store);
 ]]
 
 -- Every C function, looked up once now: the lookups walk the symbol tables
@@ -627,33 +640,60 @@ end
 
 -- moonport.shared -----------------------------------------------------------
 
+-- A store of the shared segment. moonport.shared is one; the mock server
+-- keeps its state and its journal in two more (server/worker.h's
+-- MP_STORE_*), out of reach of what scripts store and of each other.
 local Shared = {}
 Shared.__index = Shared
-local shared = setmetatable({}, Shared)
+local store_ids, store_names = {}, {}
+
+local function new_store(id, name)
+  local st = setmetatable({}, Shared)
+  store_ids[st], store_names[st] = id, name
+  return st
+end
+
+local shared = new_store(0, "moonport.shared")
 core.shared = shared
+--- The mock server's state: admin-added mappings, scenario states and
+-- counters. Never evicted: a set that does not fit returns false,
+-- "no memory" (--mock-state-size).
+core.mock_state = new_store(1, "core.mock_state")
+--- The mock server's journal entries; when full, the oldest written are
+-- dropped (--journal-memory).
+core.mock_journal = new_store(2, "core.mock_journal")
 
 local num_out = ffi.new("double[1]")
 local len_out = ffi.new("size_t[1]")
 local KEY_MAX = 65535
 local value_types = { string = 1, number = 2, boolean = 3 }
 
--- Checks the receiver and the key of a shared-store method.
-local function check(self, key, name)
-  if self ~= shared then
+-- Checks the receiver of a store method; returns its store's index.
+-- level: where the caller of the method is.
+local function store_of(self, name, level)
+  local id = store_ids[self]
+  if id == nil then
     error("moonport.shared:" .. name .. ": call it with ':' (moonport.shared:"
-          .. name .. "(...))", 3)
+          .. name .. "(...))", level + 1)
   end
-  if type(key) ~= "string" or #key == 0 or #key > KEY_MAX then
-    error("moonport.shared:" .. name .. ": key must be a string of 1 to "
-          .. KEY_MAX .. " bytes", 3)
-  end
+  return id
 end
 
-local function check_ttl(ttl, name)
+-- Checks the receiver and the key of a store method; returns the index.
+local function check(self, key, name)
+  local id = store_of(self, name, 3)
+  if type(key) ~= "string" or #key == 0 or #key > KEY_MAX then
+    error(store_names[self] .. ":" .. name .. ": key must be a string of 1 to "
+          .. KEY_MAX .. " bytes", 3)
+  end
+  return id
+end
+
+local function check_ttl(self, ttl, name)
   if ttl == nil then return 0 end
   if type(ttl) ~= "number" or ttl < 0 or ttl ~= ttl then
-    error("moonport.shared:" .. name .. ": ttl must be a non-negative number "
-          .. "of seconds", 3)
+    error(store_names[self] .. ":" .. name .. ": ttl must be a non-negative "
+          .. "number of seconds", 3)
   end
   return ttl
 end
@@ -662,8 +702,8 @@ end
 -- there is none or it expired.
 -- @usage local n = moonport.shared:get("hits")
 function Shared:get(key)
-  check(self, key, "get")
-  local t = mp_store_get(key, #key, num_out, out, len_out)
+  local id = check(self, key, "get")
+  local t = mp_store_get(id, key, #key, num_out, out, len_out)
   if t == 1 then return ffi_string(out[0], len_out[0]) end
   if t == 2 then return num_out[0] end
   if t == 3 then return num_out[0] ~= 0 end
@@ -672,25 +712,25 @@ end
 
 -- set and add: true, nil, evicted; or false and why.
 local function store(self, key, value, ttl, add, name)
-  check(self, key, name)
-  ttl = check_ttl(ttl, name)
+  local id = check(self, key, name)
+  ttl = check_ttl(self, ttl, name)
   local vt = type(value)
   local t = value_types[vt]
   if t == nil then
     if value == nil and not add then
-      mp_store_delete(key, #key)
+      mp_store_delete(id, key, #key)
       return true, nil, false
     end
-    error("moonport.shared:" .. name .. ": value must be a string, number "
-          .. "or boolean (got " .. vt .. ")", 3)
+    error(store_names[self] .. ":" .. name .. ": value must be a string, "
+          .. "number or boolean (got " .. vt .. ")", 3)
   end
   local rc
   if t == 1 then
-    rc = mp_store_set(key, #key, 1, 0, value, #value, ttl, add and 1 or 0)
+    rc = mp_store_set(id, key, #key, 1, 0, value, #value, ttl, add and 1 or 0)
   elseif t == 2 then
-    rc = mp_store_set(key, #key, 2, value, nil, 0, ttl, add and 1 or 0)
+    rc = mp_store_set(id, key, #key, 2, value, nil, 0, ttl, add and 1 or 0)
   else
-    rc = mp_store_set(key, #key, 3, value and 1 or 0, nil, 0, ttl,
+    rc = mp_store_set(id, key, #key, 3, value and 1 or 0, nil, 0, ttl,
                       add and 1 or 0)
   end
   if rc >= 0 then return true, nil, rc == 1 end
@@ -721,13 +761,13 @@ end
 -- its expiry. Returns nil, "not a number" when the value is not one.
 -- @usage local n = moonport.shared:incr("hits")
 function Shared:incr(key, by, init, ttl)
-  check(self, key, "incr")
+  local id = check(self, key, "incr")
   by, init = by or 1, init or 0
   if type(by) ~= "number" or type(init) ~= "number" then
-    error("moonport.shared:incr: by and init must be numbers", 2)
+    error(store_names[self] .. ":incr: by and init must be numbers", 2)
   end
-  ttl = check_ttl(ttl, "incr")
-  local rc = mp_store_incr(key, #key, by, init, ttl, num_out)
+  ttl = check_ttl(self, ttl, "incr")
+  local rc = mp_store_incr(id, key, #key, by, init, ttl, num_out)
   if rc >= 0 then return num_out[0] end
   if rc == MP_NOMEM then return nil, "no memory" end
   return nil, "not a number"
@@ -736,16 +776,16 @@ end
 --- Removes key. Returns true.
 -- @usage moonport.shared:delete("session:" .. id)
 function Shared:delete(key)
-  check(self, key, "delete")
-  mp_store_delete(key, #key)
+  local id = check(self, key, "delete")
+  mp_store_delete(id, key, #key)
   return true
 end
 
 --- Seconds until key expires (0 when it never does), or nil, "not found".
 -- @usage local left = moonport.shared:ttl("session:" .. id)
 function Shared:ttl(key)
-  check(self, key, "ttl")
-  local rc = mp_store_ttl(key, #key, num_out)
+  local id = check(self, key, "ttl")
+  local rc = mp_store_ttl(id, key, #key, num_out)
   if rc ~= 0 then return nil, "not found" end
   return num_out[0]
 end
@@ -754,15 +794,13 @@ end
 -- particular order.
 -- @usage for _, k in ipairs(moonport.shared:keys(0)) do ... end
 function Shared:keys(max)
-  if self ~= shared then
-    error("moonport.shared:keys: call it with ':' (moonport.shared:keys())", 2)
-  end
+  local id = store_of(self, "keys", 2)
   max = max or 1024
   if type(max) ~= "number" or max < 0 or max % 1 ~= 0 then
-    error("moonport.shared:keys: max must be a whole number >= 0", 2)
+    error(store_names[self] .. ":keys: max must be a whole number >= 0", 2)
   end
-  local n = mp_store_keys(max, out, len_out)
-  if n < 0 then fail(n, "moonport.shared:keys") end
+  local n = mp_store_keys(id, max, out, len_out)
+  if n < 0 then fail(n, store_names[self] .. ":keys") end
   local keys, p, off = {}, out[0], 0
   for i = 1, n do
     local klen = ffi.cast("const uint32_t *", p + off)[0]
@@ -775,10 +813,7 @@ end
 --- Removes every key.
 -- @usage moonport.shared:flush_all()
 function Shared:flush_all()
-  if self ~= shared then
-    error("moonport.shared:flush_all: call it with ':'", 2)
-  end
-  mp_store_flush()
+  mp_store_flush(store_of(self, "flush_all", 2))
 end
 
 -- Regular expressions ------------------------------------------------------
@@ -789,17 +824,45 @@ local errbuf = ffi.new("char[256]")
 
 --- Compiles a PCRE2 regular expression that must match a whole subject
 -- (as Java's String.matches, which WireMock uses). Returns an object with
--- :match(subject), or nil and the compiler's message.
+-- :match(subject) and :prefix(subject), or nil and the compiler's message.
 -- @usage local re = assert(core.regex("/users/[0-9]+"))
 function core.regex(pattern, caseless)
   local re = mp_regex_compile(pattern, #pattern, caseless and 1 or 0, errbuf, 256)
   if re == nil then return nil, ffi_string(errbuf) end
-  return setmetatable({ re = ffi.gc(re, mp_regex_free), source = pattern }, Regex)
+  return setmetatable({ re = ffi.gc(re, mp_regex_free), source = pattern,
+                        caseless = caseless }, Regex)
 end
 
---- True when the whole of subject matches.
+local REGEX_LIMIT = "gave up at PCRE2's match limit (the pattern backtracks too much)"
+
+--- True when the whole of subject matches, false when it does not; nil
+-- and a message when the match was given up at PCRE2's limits, which is
+-- neither.
+-- @usage if re:match(path) then ... end
 function Regex:match(subject)
-  return mp_regex_match(self.re, subject, #subject) == 1
+  local rc = mp_regex_match(self.re, subject, #subject)
+  if rc == 1 then return true end
+  if rc == 0 then return false end
+  if rc == 2 then return nil, REGEX_LIMIT end
+  return nil, "the match failed (" .. tostring(rc) .. ")"
+end
+
+--- How many leading bytes of subject the pattern matches or could match
+-- were more to follow (how near subject came); nil when that hit a limit.
+-- @usage local near = re:prefix("/users/abc") -- 7 for "/users/[0-9]+"
+function Regex:prefix(subject)
+  local partial = self.partial
+  if partial == nil then
+    -- Compiled when first asked: most patterns never are.
+    local src = self.source
+    partial = mp_regex_compile(src, #src, self.caseless and 3 or 2, errbuf, 256)
+    partial = partial ~= nil and ffi.gc(partial, mp_regex_free) or false
+    self.partial = partial
+  end
+  if not partial then return nil end
+  local n = C.mp_regex_prefix(partial, subject, #subject)
+  if n < 0 then return nil end
+  return n
 end
 
 --- The entries of a directory: a list of {name = ..., dir = true|false},
@@ -807,7 +870,7 @@ end
 -- @usage for _, e in ipairs(core.dir_list("mappings")) do ... end
 function core.dir_list(path)
   local n = C.mp_dir_list(path, out, len_out)
-  if n < 0 then return nil, path .. ": cannot list (" .. tostring(-n) .. ")" end
+  if n < 0 then return nil, path .. ": " .. core.strerror(-n) end
   local list, p, off, size = {}, out[0], 0, tonumber(len_out[0])
   while off < size do
     local kind = p[off]
@@ -819,19 +882,51 @@ function core.dir_list(path)
   return list
 end
 
+--- The system's message for an errno value.
+-- @usage core.strerror(2) -- "No such file or directory"
+function core.strerror(errnum)
+  return ffi_string(C.strerror(errnum))
+end
+
+local path_buf = ffi.new("char[4096]")
+local size_out = ffi.new("double[1]")
+
+--- Finds the file name (a path relative to root, a directory) stands
+-- for, following ".." and symbolic links, and refuses any that does not
+-- end inside root (server/lua_ffi.h's mp_file_confine). Returns its resolved path and size; or nil and
+-- "outside" (it leads out of root), "not found" (no such regular file) or
+-- "invalid" (a NUL byte, too long).
+-- @usage local path, size = core.confine(dir .. "/__files", name)
+function core.confine(root, name)
+  local n = C.mp_file_confine(root, name, #name, path_buf, 4096, size_out)
+  if n >= 0 then return ffi_string(path_buf, n), size_out[0] end
+  if n == MP_DECLINED then return nil, "outside" end
+  if n == MP_NOT_FOUND then return nil, "not found" end
+  return nil, "invalid"
+end
+
 --- The wall-clock time in seconds since the epoch, with microseconds.
 -- @usage local ms = math.floor(core.now() * 1000)
 function core.now()
   return C.mp_clock_wall()
 end
 
+local function opt_string(p)
+  if p == nil then return nil end
+  return ffi_string(p)
+end
+
 --- The mock settings from the command line: { dir = --mock DIR or nil,
--- cors = true unless --no-cors, journal_size = --journal-size }.
+-- listen_host = the host of --listen, admin_hosts = --admin-host or nil,
+-- cors = true unless --no-cors, admin_cors = --admin-cors,
+-- journal_size = --journal-size }.
+-- @usage local settings = core.mock_settings()
 function core.mock_settings()
-  local dir, cors, size = ffi.new("const char *[1]"), ffi.new("int[1]"), ffi.new("int[1]")
-  C.mp_mock_settings(dir, cors, size)
-  return { dir = dir[0] ~= nil and ffi_string(dir[0]) or nil, cors = cors[0] ~= 0,
-           journal_size = size[0] }
+  local cfg = ffi.new("mp_mock_config")
+  C.mp_mock_settings(cfg)
+  return { dir = opt_string(cfg.dir), listen_host = opt_string(cfg.listen_host),
+           admin_hosts = opt_string(cfg.admin_hosts), cors = cfg.cors ~= 0,
+           admin_cors = cfg.admin_cors ~= 0, journal_size = cfg.journal_size }
 end
 
 -- Running handlers -------------------------------------------------------

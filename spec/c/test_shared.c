@@ -1,9 +1,11 @@
 /*
- * The shared store and worker slots: values of every type in and out, short
- * buffers, add, delete, TTLs, incr, LRU eviction, the buddy allocator
- * merging freed blocks, the size limits, keys, flush, the slots, atomicity
- * across forked processes, and recovery from a process that died holding
- * the lock.
+ * The shared stores and worker slots: values of every type in and out,
+ * short buffers, add, delete, TTLs, incr, LRU eviction, the buddy allocator
+ * merging freed blocks, the size limits, keys, flush, several stores in one
+ * segment that cannot evict each other's entries, stores that never evict
+ * and stores that drop the oldest written, the slots, atomicity across
+ * forked processes, and recovery (of one store) from a process that died
+ * holding its lock.
  *
  * shared.c is included rather than linked so that the tests can reach the
  * segment's header: its lock, and the largest block size.
@@ -18,9 +20,11 @@
 
 #define STORE (64 * 1024)
 
-static mp_shared *open_store(size_t size, unsigned nslots) {
+/* A segment holding the n stores specs describes, and nslots slots. */
+static mp_shared *open_stores(const mp_store_spec *specs, unsigned n,
+                              unsigned nslots) {
   mp_shared *s = NULL;
-  int rc = mp_shared_create(size, nslots, &s);
+  int rc = mp_shared_create(specs, n, nslots, &s);
   CHECK_EQ_INT(rc, 0);
   if (rc != 0) {
     fprintf(stderr, "  mp_shared_create: %d\n", rc);
@@ -29,27 +33,33 @@ static mp_shared *open_store(size_t size, unsigned nslots) {
   return s;
 }
 
-static size_t largest_block(const mp_shared *s) {
+/* A segment holding one LRU store of size bytes, and nslots slots. */
+static mp_shared *open_store(size_t size, unsigned nslots) {
+  mp_store_spec spec = {size, MP_EVICT_LRU};
+  return open_stores(&spec, 1, nslots);
+}
+
+static size_t largest_block(const mp_store *s) {
   return block_size(s->hdr->layout.max_order);
 }
 
-static int set_str(mp_shared *s, const char *key, const char *str, size_t len,
+static int set_str(mp_store *s, const char *key, const char *str, size_t len,
                    double ttl, int flags, bool *evicted) {
   mp_shared_value v = {.type = MP_SHARED_STRING, .str = str, .len = len};
   return mp_shared_set(s, key, strlen(key), &v, ttl, flags, evicted);
 }
 
-static int set_num(mp_shared *s, const char *key, double n, double ttl) {
+static int set_num(mp_store *s, const char *key, double n, double ttl) {
   mp_shared_value v = {.type = MP_SHARED_NUMBER, .number = n};
   return mp_shared_set(s, key, strlen(key), &v, ttl, 0, NULL);
 }
 
-static int get(mp_shared *s, const char *key, mp_shared_value *v, char *buf,
+static int get(mp_store *s, const char *key, mp_shared_value *v, char *buf,
                size_t cap) {
   return mp_shared_get(s, key, strlen(key), v, buf, cap);
 }
 
-static bool present(mp_shared *s, const char *key) {
+static bool present(mp_store *s, const char *key) {
   mp_shared_value v;
   char buf[4096];
   return get(s, key, &v, buf, sizeof buf) == 0;
@@ -64,20 +74,29 @@ static void wait_ms(uint64_t ms) {
 
 static void test_create_attach_round_trip(void) {
   mp_shared *s = NULL, *a = NULL;
-  CHECK_EQ_INT(mp_shared_create(MP_SHARED_MIN_SIZE - 1, 4, &s), MP_INVALID);
+  mp_store_spec small = {MP_SHARED_MIN_SIZE - 1, MP_EVICT_LRU};
+  mp_store_spec odd = {STORE, 7};
+  CHECK_EQ_INT(mp_shared_create(&small, 1, 4, &s), MP_INVALID);
+  CHECK_EQ_INT(mp_shared_create(&odd, 1, 4, &s), MP_INVALID);
+  CHECK_EQ_INT(mp_shared_create(&odd, 0, 4, &s), MP_INVALID);
   CHECK(s == NULL);
   s = open_store(STORE, 4);
-  CHECK_EQ_INT(set_str(s, "greeting", "hello", 5, 0, 0, NULL), 0);
+  CHECK_EQ_INT(mp_shared_nstores(s), 1);
+  CHECK(mp_shared_store(s, 1) == NULL);
+  CHECK_EQ_INT(set_str(mp_shared_store(s, 0), "greeting", "hello", 5, 0, 0,
+                       NULL), 0);
 
   CHECK_EQ_INT(mp_shared_attach(dup(mp_shared_fd(s)), &a), 0);
   if (a == NULL) goto out;
   CHECK_EQ_INT(mp_shared_nslots(a), 4);
+  CHECK_EQ_INT(mp_shared_nstores(a), 1);
   mp_shared_value v;
   char buf[16];
-  CHECK_EQ_INT(get(a, "greeting", &v, buf, sizeof buf), 0);
+  CHECK_EQ_INT(get(mp_shared_store(a, 0), "greeting", &v, buf, sizeof buf), 0);
   CHECK_SPAN(v.str, v.len, "hello");
-  CHECK_EQ_INT(set_num(a, "from-attached", 7, 0), 0);
-  CHECK_EQ_INT(get(s, "from-attached", &v, buf, sizeof buf), 0);
+  CHECK_EQ_INT(set_num(mp_shared_store(a, 0), "from-attached", 7, 0), 0);
+  CHECK_EQ_INT(get(mp_shared_store(s, 0), "from-attached", &v, buf, sizeof buf),
+               0);
   CHECK(v.type == MP_SHARED_NUMBER && v.number == 7);
 
   /* A descriptor that does not hold a segment is refused, and closed. */
@@ -92,6 +111,10 @@ static void test_create_attach_round_trip(void) {
   s->hdr->magic ^= 1;
   CHECK_EQ_INT(mp_shared_attach(dup(mp_shared_fd(s)), &bad), MP_INVALID);
   s->hdr->magic ^= 1;
+  /* So is one whose store layout does not follow from its size. */
+  s->stores[0].hdr->layout.nbuckets *= 2;
+  CHECK_EQ_INT(mp_shared_attach(dup(mp_shared_fd(s)), &bad), MP_INVALID);
+  s->stores[0].hdr->layout.nbuckets /= 2;
 
 out:
   mp_shared_close(a);
@@ -99,7 +122,8 @@ out:
 }
 
 static void test_types(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   mp_shared_value v;
   char buf[64];
 
@@ -143,11 +167,12 @@ static void test_types(void) {
   unsigned entries;
   mp_shared_usage(s, &cap, &used, &entries);
   CHECK_EQ_INT(entries, 6);
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_invalid_arguments(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   static char long_key[MP_SHARED_KEY_MAX + 1];
   memset(long_key, 'k', sizeof long_key);
   mp_shared_value v = {.type = MP_SHARED_NUMBER, .number = 1};
@@ -158,11 +183,12 @@ static void test_invalid_arguments(void) {
   CHECK_EQ_INT(mp_shared_set(s, "k", 1, &v, -1, 0, NULL), MP_INVALID);
   CHECK_EQ_INT(mp_shared_set(s, "k", 1, &nil, 0, 0, NULL), MP_INVALID);
   CHECK(!present(s, "k"));
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_short_buffer(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   char value[100], small[10], big[100];
   memset(value, 'x', sizeof value);
   CHECK_EQ_INT(set_str(s, "long", value, sizeof value, 0, 0, NULL), 0);
@@ -171,11 +197,12 @@ static void test_short_buffer(void) {
   CHECK_EQ_INT(v.len, 100);
   CHECK_EQ_INT(get(s, "long", &v, big, sizeof big), 0);
   CHECK(v.len == 100 && memcmp(v.str, value, 100) == 0);
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_add(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   mp_shared_value v;
   char buf[16];
   CHECK_EQ_INT(set_str(s, "k", "first", 5, 0, MP_SHARED_ADD, NULL), 0);
@@ -183,11 +210,12 @@ static void test_add(void) {
                MP_DECLINED);
   CHECK_EQ_INT(get(s, "k", &v, buf, sizeof buf), 0);
   CHECK_SPAN(v.str, v.len, "first");
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_delete(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   CHECK_EQ_INT(set_num(s, "k", 1, 0), 0);
   CHECK_EQ_INT(mp_shared_delete(s, "k", 1), 0);
   CHECK(!present(s, "k"));
@@ -197,11 +225,12 @@ static void test_delete(void) {
   mp_shared_usage(s, &cap, &used, &entries);
   CHECK_EQ_INT(entries, 0);
   CHECK_EQ_INT(used, 0);
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_ttl(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   double ttl = -1;
   CHECK_EQ_INT(set_num(s, "short", 1, 0.05), 0);
   CHECK_EQ_INT(set_num(s, "forever", 1, 0), 0);
@@ -219,11 +248,12 @@ static void test_ttl(void) {
   CHECK_EQ_INT(set_num(s, "again", 1, 0.001), 0);
   wait_ms(2);
   CHECK_EQ_INT(mp_shared_set(s, "again", 5, &v, 0, MP_SHARED_ADD, NULL), 0);
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_incr(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   double r = 0, ttl = 0;
   CHECK_EQ_INT(mp_shared_incr(s, "n", 1, 5, 10, 0, &r, NULL), 0);
   CHECK(r == 15);
@@ -246,11 +276,12 @@ static void test_incr(void) {
   CHECK_EQ_INT(mp_shared_incr(s, "str", 3, 1, 0, 0, &r, NULL), MP_INVALID);
   CHECK_EQ_INT(get(s, "str", &v, buf, sizeof buf), 0);
   CHECK_SPAN(v.str, v.len, "abc");
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_eviction_is_lru(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   char value[900], key[16];
   memset(value, 'v', sizeof value);
   bool evicted = false;
@@ -277,11 +308,12 @@ static void test_eviction_is_lru(void) {
   CHECK(present(s, key));
   snprintf(key, sizeof key, "key%03d", last);
   CHECK(present(s, key));
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_expired_are_not_evictions(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   char value[900], key[16];
   memset(value, 'v', sizeof value);
   bool evicted = false;
@@ -302,11 +334,12 @@ static void test_expired_are_not_evictions(void) {
     evictions += evicted;
   }
   CHECK_EQ_INT(evictions, 0);
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_buddy_coalescing(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   char key[16];
   size_t cap, used;
   unsigned entries;
@@ -341,11 +374,12 @@ static void test_buddy_coalescing(void) {
   mp_shared_usage(s, &cap, &used, &entries);
   CHECK_EQ_INT(used, largest_block(s));
   free(big);
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_too_large(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   CHECK_EQ_INT(set_num(s, "keep", 1, 0), 0);
   size_t len = largest_block(s) - sizeof(shm_entry) - 3 + 1;
   char *big = malloc(len);
@@ -356,11 +390,12 @@ static void test_too_large(void) {
   CHECK(present(s, "keep"));
   CHECK_EQ_INT(set_str(s, "big", big, len - 1, 0, 0, &evicted), 0);
   free(big);
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_keys(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   const char *names[] = {"alpha", "b", "gamma", "delta", "epsilon"};
   bool seen[5] = {false};
   for (int i = 0; i < 5; i++) CHECK_EQ_INT(set_num(s, names[i], i, 0), 0);
@@ -397,11 +432,12 @@ static void test_keys(void) {
   CHECK_EQ_INT(need, 5 * 4 + 5 + 1 + 5 + 5 + 7);
   CHECK_EQ_INT(mp_shared_keys(s, 0, buf, need, &used, &count), 0);
   CHECK_EQ_INT(count, 5);
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_flush(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_shared *seg = open_store(STORE, 1);
+  mp_store *s = mp_shared_store(seg, 0);
   for (int i = 0; i < 10; i++) {
     char key[8];
     snprintf(key, sizeof key, "f%d", i);
@@ -416,7 +452,152 @@ static void test_flush(void) {
   CHECK(!present(s, "f3"));
   CHECK_EQ_INT(set_num(s, "f3", 3, 0), 0);
   CHECK(present(s, "f3"));
-  mp_shared_close(s);
+  mp_shared_close(seg);
+}
+
+/* Fills s with 900-byte values under prefix0, prefix1, ... until a set
+ * evicts or fails. Returns how many sets succeeded without either. */
+static int fill_store(mp_store *s, const char *prefix, int *last_rc,
+                      bool *evicted) {
+  char value[900], key[32];
+  memset(value, 'v', sizeof value);
+  for (int i = 0; i < 10000; i++) {
+    snprintf(key, sizeof key, "%s%d", prefix, i);
+    *last_rc = set_str(s, key, value, sizeof value, 0, 0, evicted);
+    if (*last_rc != 0 || *evicted) return i;
+  }
+  return -1;
+}
+
+static void test_stores_are_independent(void) {
+  mp_store_spec specs[3] = {{STORE, MP_EVICT_LRU},
+                            {STORE, MP_EVICT_NEVER},
+                            {2 * STORE, MP_EVICT_FIFO}};
+  mp_shared *seg = open_stores(specs, 3, 2), *a = NULL;
+  mp_store *lru = mp_shared_store(seg, 0), *never = mp_shared_store(seg, 1),
+           *fifo = mp_shared_store(seg, 2);
+  CHECK_EQ_INT(mp_shared_nstores(seg), 3);
+  CHECK(lru != never && never != fifo);
+  mp_shared_value v;
+  char buf[16];
+
+  /* One key, three values: each store has its own. */
+  CHECK_EQ_INT(set_num(lru, "k", 1, 0), 0);
+  CHECK_EQ_INT(set_num(never, "k", 2, 0), 0);
+  CHECK_EQ_INT(set_num(fifo, "k", 3, 0), 0);
+  CHECK_EQ_INT(get(never, "k", &v, buf, sizeof buf), 0);
+  CHECK(v.number == 2);
+
+  /* Filling one store to eviction leaves the others whole. */
+  int rc;
+  bool evicted = false;
+  CHECK(fill_store(lru, "x", &rc, &evicted) > 10);
+  CHECK(evicted);
+  CHECK(fill_store(fifo, "x", &rc, &evicted) > 10);
+  CHECK(evicted);
+  CHECK(!present(lru, "k"));
+  CHECK(!present(fifo, "k"));
+  CHECK_EQ_INT(get(never, "k", &v, buf, sizeof buf), 0);
+  CHECK(v.number == 2);
+  size_t cap[3], used[3];
+  unsigned entries[3];
+  for (unsigned i = 0; i < 3; i++)
+    mp_shared_usage(mp_shared_store(seg, i), &cap[i], &used[i], &entries[i]);
+  CHECK_EQ_INT(entries[1], 1);
+  CHECK(cap[2] > cap[0]);
+
+  /* A worker sees the same stores in the same order. */
+  CHECK_EQ_INT(mp_shared_attach(dup(mp_shared_fd(seg)), &a), 0);
+  if (a != NULL) {
+    CHECK_EQ_INT(mp_shared_nstores(a), 3);
+    CHECK_EQ_INT(get(mp_shared_store(a, 1), "k", &v, buf, sizeof buf), 0);
+    CHECK(v.number == 2);
+    CHECK(mp_shared_slot(a, 2) != NULL);
+  }
+  mp_shared_close(a);
+  mp_shared_close(seg);
+}
+
+static void test_never_evicts(void) {
+  mp_store_spec spec = {STORE, MP_EVICT_NEVER};
+  mp_shared *seg = open_stores(&spec, 1, 1);
+  mp_store *s = mp_shared_store(seg, 0);
+  char value[900], bigger[2000], key[32];
+  memset(value, 'v', sizeof value);
+  memset(bigger, 'B', sizeof bigger);
+  int rc;
+  bool evicted = false;
+  int n = fill_store(s, "m", &rc, &evicted);
+  CHECK(n > 10);
+  CHECK_EQ_INT(rc, MP_NOMEM);
+  CHECK(!evicted);
+  /* Nothing stored was given up for the write that failed. */
+  for (int i = 0; i < n; i++) {
+    snprintf(key, sizeof key, "m%d", i);
+    CHECK(present(s, key));
+  }
+  size_t cap, used;
+  unsigned entries;
+  mp_shared_usage(s, &cap, &used, &entries);
+  CHECK_EQ_INT(entries, n);
+
+  /* Full: a value of the same size class is rewritten in place; a larger
+   * one, or a new counter, fails and leaves the old value. */
+  value[0] = 'r';
+  CHECK_EQ_INT(set_str(s, "m0", value, sizeof value, 0, 0, &evicted), 0);
+  CHECK_EQ_INT(set_str(s, "m1", bigger, sizeof bigger, 0, 0, &evicted),
+               MP_NOMEM);
+  mp_shared_value v;
+  char buf[1024];
+  CHECK_EQ_INT(get(s, "m1", &v, buf, sizeof buf), 0);
+  CHECK(v.len == sizeof value && v.str[0] == 'v');
+  CHECK_EQ_INT(get(s, "m0", &v, buf, sizeof buf), 0);
+  CHECK(v.len == sizeof value && v.str[0] == 'r');
+  /* Smaller entries still fit in what is left, until nothing is. */
+  double r;
+  int small;
+  for (small = 0; small < 1000; small++) {
+    snprintf(key, sizeof key, "n%d", small);
+    if (set_num(s, key, small, 0) != 0) break;
+  }
+  CHECK(small < 1000);
+  CHECK_EQ_INT(mp_shared_incr(s, "counter", 7, 1, 0, 0, &r, &evicted),
+               MP_NOMEM);
+  CHECK(!evicted);
+  CHECK(present(s, "n0"));
+
+  /* Room made by a delete is there for the next write. */
+  CHECK_EQ_INT(mp_shared_delete(s, "m2", 2), 0);
+  CHECK_EQ_INT(mp_shared_incr(s, "counter", 7, 1, 0, 0, &r, &evicted), 0);
+  CHECK(r == 1 && !evicted);
+  mp_shared_close(seg);
+}
+
+static void test_fifo_drops_oldest_written(void) {
+  mp_store_spec spec = {STORE, MP_EVICT_FIFO};
+  mp_shared *seg = open_stores(&spec, 1, 1);
+  mp_store *s = mp_shared_store(seg, 0);
+  char value[900], key[16];
+  memset(value, 'f', sizeof value);
+  bool evicted = false;
+  int i, first_evicting = -1;
+  for (i = 0; i < 1000; i++) {
+    snprintf(key, sizeof key, "e%03d", i);
+    CHECK_EQ_INT(set_str(s, key, value, sizeof value, 0, 0, &evicted), 0);
+    /* Reading e000 again and again does not keep it, as it would in an
+     * LRU store: only writes count. */
+    CHECK(present(s, "e000") == (first_evicting < 0 && !evicted));
+    if (evicted) {
+      first_evicting = i;
+      break;
+    }
+  }
+  CHECK(first_evicting > 10);
+  CHECK(!present(s, "e000"));
+  snprintf(key, sizeof key, "e%03d", first_evicting);
+  CHECK(present(s, key));
+  CHECK(present(s, "e002"));
+  mp_shared_close(seg);
 }
 
 static void test_worker_slots(void) {
@@ -441,7 +622,8 @@ static void test_worker_slots(void) {
 }
 
 static void test_concurrent_incr(void) {
-  mp_shared *s = open_store(STORE, 4);
+  mp_shared *seg = open_store(STORE, 4);
+  mp_store *s = mp_shared_store(seg, 0);
   pid_t pids[4];
   for (int i = 0; i < 4; i++) {
     pids[i] = fork();
@@ -465,12 +647,15 @@ static void test_concurrent_incr(void) {
   CHECK_EQ_INT(get(s, "ctr", &v, buf, sizeof buf), 0);
   CHECK(v.number == 40000);
   if (v.number != 40000) fprintf(stderr, "  ctr = %.0f\n", v.number);
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 static void test_robust_lock(void) {
-  mp_shared *s = open_store(STORE, 1);
+  mp_store_spec specs[2] = {{STORE, MP_EVICT_LRU}, {STORE, MP_EVICT_NEVER}};
+  mp_shared *seg = open_stores(specs, 2, 1);
+  mp_store *s = mp_shared_store(seg, 0), *other = mp_shared_store(seg, 1);
   CHECK_EQ_INT(set_num(s, "before", 1, 0), 0);
+  CHECK_EQ_INT(set_num(other, "before", 1, 0), 0);
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) {
@@ -493,13 +678,19 @@ static void test_robust_lock(void) {
   mp_shared_usage(s, &cap, &used, &entries);
   CHECK_EQ_INT(entries, 1);
   CHECK_EQ_INT(used, 64);
-  mp_shared_close(s);
+  /* Only the store whose lock was held is cleared. */
+  CHECK(present(other, "before"));
+  mp_shared_close(seg);
 }
 
 static void test_large_segment(void) {
-  mp_shared *s = NULL;
-  CHECK_EQ_INT(mp_shared_create(SHM_MAX_SIZE + 1, 1, &s), MP_INVALID);
-  s = open_store(SHM_MAX_SIZE, 64);
+  mp_shared *seg = NULL;
+  mp_store_spec huge = {SHM_MAX_SIZE + 1, MP_EVICT_LRU};
+  CHECK_EQ_INT(mp_shared_create(&huge, 1, 1, &seg), MP_INVALID);
+  /* One store of 2 GiB, the most one can be: the segment, a little more,
+   * may be larger. */
+  seg = open_store(SHM_MAX_SIZE, 64);
+  mp_store *s = mp_shared_store(seg, 0);
   size_t cap, used;
   unsigned entries;
   mp_shared_usage(s, &cap, &used, &entries);
@@ -519,7 +710,7 @@ static void test_large_segment(void) {
   CHECK(v.len == len && memcmp(out, big, len) == 0);
   free(out);
   free(big);
-  mp_shared_close(s);
+  mp_shared_close(seg);
 }
 
 int main(void) {
@@ -537,6 +728,9 @@ int main(void) {
   test_too_large();
   test_keys();
   test_flush();
+  test_stores_are_independent();
+  test_never_evicts();
+  test_fifo_drops_oldest_written();
   test_worker_slots();
   test_concurrent_incr();
   test_robust_lock();

@@ -1,6 +1,9 @@
 -- The mock server over real sockets: every matcher, response field, fault
 -- (seen on the wire), delay, scenario and admin endpoint; WireMock mapping
--- directories; the journal bound; CORS.
+-- directories; the journal bound; CORS; admin data that nothing evicts and
+-- that is refused, never lost, when it cannot be stored; the journal at its
+-- largest; regular expressions under limits; the ranking of near misses;
+-- responses WireMock serves; features it does not have, refused at load.
 local helpers = require("spec.helpers")
 local cjson = require("cjson.safe")
 local psocket = require("posix.sys.socket")
@@ -459,5 +462,362 @@ describe("moonport --mock DIR", function()
     local _, doc = json(port, "GET", "/__admin/mappings/8c5db8b0-2db4-4ad7-a99f-38c9b00da3f7")
     assert.equal("user by id", doc.name)
     assert.equal("/users/[0-9]+", doc.request.urlPathPattern)
+  end)
+end)
+
+-- A WireMock root in a new directory: files maps relative paths to their
+-- text. Returns its path; remove it with os.execute("rm -rf " .. dir).
+local function mock_root(files)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. dir .. "/mappings " .. dir .. "/__files") == 0)
+  for path, text in pairs(files) do
+    local f = assert(io.open(dir .. "/" .. path, "wb"))
+    f:write(text)
+    f:close()
+  end
+  return dir
+end
+
+-- One response read to the end on its own connection, in pieces (the
+-- helpers' reader joins its buffer on every read, too slow for tens of
+-- megabytes).
+local function fetch_large(port, target)
+  local socket = require("socket")
+  local sock = assert(socket.tcp())
+  sock:settimeout(60)
+  assert(sock:connect("127.0.0.1", port))
+  assert(sock:send(helpers.build_request("GET", target, { Connection = "close" })))
+  local parts = {}
+  while true do
+    local data, err, partial = sock:receive(1024 * 1024)
+    local chunk = data or partial
+    if chunk and #chunk > 0 then parts[#parts + 1] = chunk end
+    if err == "closed" then break end
+    assert(err == nil, err)
+  end
+  sock:close()
+  return (helpers.parse_response(table.concat(parts), true))
+end
+
+describe("mock admin data", function()
+  it("refuses a mapping it cannot store (a number like 1e309) with 422, losing nothing", function()
+    local server = helpers.start("spec/fixtures/mock.lua")
+    finally(function() server:stop() end)
+    local port = server.port
+    assert.equal(201, (json(port, "POST", "/__admin/mappings",
+      '{"id":"11111111-2222-4333-8444-555555555555","request":{"url":"/first"},"response":{"body":"first"}}')))
+    local total = select(2, json(port, "GET", "/__admin/mappings")).meta.total
+    local status, doc, raw = json(port, "POST", "/__admin/mappings",
+      '{"request":{"url":"/inf"},"response":{"jsonBody":{"n":1e309}}}')
+    assert.equal(422, status, raw)
+    assert.truthy(doc.errors[1].detail:find("cannot be stored", 1, true), raw)
+    assert.equal(422, (json(port, "PUT", "/__admin/mappings/11111111-2222-4333-8444-555555555555",
+      '{"request":{"url":"/first"},"response":{"jsonBody":[1e309]}}')))
+    assert.equal("first", body_of(port, "GET", "/first"))
+    assert.equal(404, select(2, body_of(port, "GET", "/inf")))
+    assert.equal(total, select(2, json(port, "GET", "/__admin/mappings")).meta.total)
+  end)
+
+  it("keeps admin mappings, scenario states and journal numbers whatever fills the journal and moonport.shared", function()
+    local server = helpers.start("spec/fixtures/mock_limits.lua", { "--shared-size", "64k" })
+    finally(function() server:stop() end)
+    local port = server.port
+    assert.equal(201, (json(port, "POST", "/__admin/mappings", '{"request":{"url":"/kept"},"response":{"body":"kept"}}')))
+    assert.equal(201, (json(port, "POST", "/__admin/mappings", '{"scenarioName":"s","requiredScenarioState":"Started",'
+      .. '"newScenarioState":"two","request":{"url":"/step"},"response":{"body":"one"}}')))
+    assert.equal(201, (json(port, "POST", "/__admin/mappings", '{"scenarioName":"s","requiredScenarioState":"two",'
+      .. '"request":{"url":"/step"},"response":{"body":"two"}}')))
+    assert.equal("one", body_of(port, "GET", "/step"))
+    assert.equal("true", body_of(port, "POST", "/fill?n=200&size=1000"))
+    local c = helpers.connect(port)
+    local body = ("j"):rep(4096)
+    for i = 1, 100 do assert.equal(404, c:request("POST", "/flood/" .. i, nil, body).status) end
+    c:close()
+    assert.equal("kept", body_of(port, "GET", "/kept"))
+    assert.equal("two", body_of(port, "GET", "/step"))
+    local _, doc = json(port, "GET", "/__admin/requests?limit=3")
+    assert.equal(3, #doc.requests)
+    assert.equal("/step", doc.requests[1].request.url)
+    assert.equal("/kept", doc.requests[2].request.url)
+    assert.equal("/flood/100", doc.requests[3].request.url)
+    assert.equal("6a6f7572-6e61-4c00-8000-000000000067", doc.requests[1].id) -- the 103rd
+  end)
+
+  it("stores more than 1 MiB of admin mappings", function()
+    local server = helpers.start("spec/fixtures/mock.lua")
+    finally(function() server:stop() end)
+    local port = server.port
+    local before = select(2, json(port, "GET", "/__admin/mappings")).meta.total
+    local big = ("m"):rep(60 * 1024)
+    for i = 1, 24 do
+      local status = json(port, "POST", "/__admin/mappings",
+        cjson.encode({ request = { url = "/big/" .. i }, response = { body = i .. big } }))
+      assert.equal(201, status, "mapping " .. i)
+    end
+    for i = 1, 24 do assert.equal(i .. big, body_of(port, "GET", "/big/" .. i)) end
+    assert.equal(before + 24, select(2, json(port, "GET", "/__admin/mappings")).meta.total)
+  end)
+
+  it("answers 507 when --mock-state-size has no room, and keeps what it had", function()
+    local server = helpers.start("spec/fixtures/mock.lua", { "--mock-state-size", "64k", "--stats" })
+    finally(function() server:stop() end)
+    local port = server.port
+    local filler = ("s"):rep(8 * 1024)
+    local stored, status, doc, raw = 0, nil, nil, nil
+    for i = 1, 20 do
+      status, doc, raw = json(port, "POST", "/__admin/mappings",
+        cjson.encode({ id = "fill-" .. i, request = { url = "/s/" .. i }, response = { body = filler } }))
+      if status ~= 201 then break end
+      stored = i
+    end
+    assert.equal(507, status, raw)
+    assert.truthy(doc.errors[1].detail:find("--mock-state-size", 1, true), raw)
+    assert.is_true(stored >= 2)
+    for i = 1, stored do assert.equal(filler, body_of(port, "GET", "/s/" .. i)) end
+    assert.equal(404, select(2, body_of(port, "GET", "/s/" .. (stored + 1))))
+    assert.equal(404, (json(port, "GET", "/__admin/mappings/fill-" .. (stored + 1))))
+    -- Room made is room to use.
+    assert.equal(200, (json(port, "DELETE", "/__admin/mappings/fill-1")))
+    assert.equal(201, (json(port, "POST", "/__admin/mappings",
+      cjson.encode({ request = { url = "/s/again" }, response = { body = filler } }))))
+    -- Each store on the stats endpoint, sized by its option.
+    local _, stats = json(port, "GET", "/__moonport/stats")
+    assert.is_true(stats.mock_state.capacity_bytes < 64 * 1024)
+    assert.is_true(stats.mock_state.used_bytes > 32 * 1024)
+    assert.is_true(stats.mock_journal.capacity_bytes > 30 * 1024 * 1024)
+    assert.is_true(stats.mock_journal.entries >= stored)
+    assert.equal(0, stats.shared.entries)
+  end)
+end)
+
+describe("mock journal", function()
+  it("answers GET /__admin/requests for the largest journal the defaults allow", function()
+    local server = helpers.start("spec/fixtures/mock.lua", { "--stats" })
+    finally(function() server:stop() end)
+    local port = server.port
+    local c = helpers.connect(port)
+    local body = ("0123456789abcdef"):rep(4096) -- 64 KiB, the most an entry keeps
+    -- 320 entries that size overflow the journal's default 32 MiB.
+    for i = 1, 320 do assert.equal("any", c:request("POST", "/any?i=" .. i, nil, body).body) end
+    c:close()
+    local _, stats = json(port, "GET", "/__moonport/stats")
+    local j = stats.mock_journal
+    assert.is_true(j.used_bytes > j.capacity_bytes * 0.9, cjson.encode(j))
+    local resp = fetch_large(port, "/__admin/requests")
+    assert.equal(200, resp.status, resp.body:sub(1, 300))
+    local doc = assert(cjson.decode(resp.body))
+    assert.equal(j.entries, #doc.requests)
+    assert.equal(#doc.requests, doc.meta.total)
+    assert.is_true(#doc.requests > 200)
+    assert.equal("/any?i=320", doc.requests[1].request.url)
+    assert.equal(body, doc.requests[1].request.body)
+    assert.equal(4 * math.ceil(#body / 3), #doc.requests[#doc.requests].request.bodyAsBase64)
+  end)
+
+  it("lists only unmatched requests with ?unmatched=true, and counts in WireMock's shape", function()
+    local server = helpers.start("spec/fixtures/mock.lua")
+    finally(function() server:stop() end)
+    local port = server.port
+    body_of(port, "GET", "/path-only")
+    body_of(port, "GET", "/nowhere")
+    body_of(port, "GET", "/path-only?again")
+    local _, doc = json(port, "GET", "/__admin/requests?unmatched=true")
+    assert.equal(1, #doc.requests)
+    assert.equal("/nowhere", doc.requests[1].request.url)
+    assert.is_false(doc.requests[1].wasMatched)
+    local _, _, raw = json(port, "POST", "/__admin/requests/count", '{"method":"GET","urlPath":"/path-only"}')
+    assert.same({ count = 2, requestJournalDisabled = false }, cjson.decode(raw))
+  end)
+
+  it("says the journal is off with --journal-size 0", function()
+    local server = helpers.start("spec/fixtures/mock.lua", { "--journal-size", "0" })
+    finally(function() server:stop() end)
+    local _, doc = json(server.port, "POST", "/__admin/requests/count", '{"method":"GET"}')
+    assert.same({ count = 0, requestJournalDisabled = true }, doc)
+    assert.is_true(select(2, json(server.port, "GET", "/__admin/requests")).requestJournalDisabled)
+  end)
+end)
+
+describe("mock regular expressions", function()
+  local server, port
+  setup(function()
+    server = helpers.start("spec/fixtures/mock_limits.lua", { "--handler-timeout", "1" })
+    port = server.port
+  end)
+  teardown(function() if server then server:stop() end end)
+
+  local EVIL = ("a"):rep(30) .. "!"
+
+  it("pass over a stub whose pattern gives up at the match limit, logged once, never taking it for a mismatch", function()
+    for _ = 1, 3 do assert.equal("fallback", body_of(port, "GET", "/evil", { ["X-In"] = EVIL })) end
+    assert.equal("evil stub", body_of(port, "GET", "/evil", { ["X-In"] = "fine" }))
+    local _, n = server:stderr():gsub("/evil%) passed over: header X%-In: /%(a%+%)%+%[bc%]/ gave up", "")
+    assert.equal(1, n, server:stderr())
+  end)
+
+  it("cost a worker no more than its handler timeout, a hundred such stubs at once", function()
+    local workers = server:workers()
+    local b, status = body_of(port, "GET", "/slow", { ["X-In"] = EVIL })
+    assert.equal(404, status, b)
+    -- They came nearest (the path matched), and the report says why they
+    -- were passed over.
+    assert.truthy(b:find("\n  1. [^\n]*/slow%): header X%-In: /%(a%+%)%+%[bc%]/ gave up at PCRE2's match limit"), b)
+    assert.same(workers, server:workers())
+    assert.is_nil(server:stderr():find("killing it", 1, true))
+  end)
+
+  it("run once per request, the report of the closest stubs included", function()
+    body_of(port, "GET", "/regex-calls")
+    local b, status = body_of(port, "GET", "/count?v=abc")
+    assert.equal(404, status)
+    assert.truthy(b:find('query parameter v "abc" does not match /[0-9]+/', 1, true), b)
+    -- One match for each of the five stubs on /count, and one for the URL
+    -- pattern of "user by id", which only the report tried.
+    assert.equal("6", body_of(port, "GET", "/regex-calls"))
+  end)
+
+  it("rank the closest stubs by how near the request came, the URL first", function()
+    local b, status = body_of(port, "GET", "/api/users/abc")
+    assert.equal(404, status)
+    assert.truthy(b:find("\n  1. user by id (GET /api/users/[0-9]+): path /api/users/abc does not match", 1, true), b)
+    b = body_of(port, "POST", "/api/user")
+    assert.truthy(b:find("\n  1. create user (POST /api/users)", 1, true), b)
+    b = body_of(port, "GET", "/api/search?q=")
+    assert.truthy(b:find("\n  1. search (GET /api/search)", 1, true), b)
+  end)
+end)
+
+describe("mock responses WireMock serves", function()
+  it("drop the Date, Transfer-Encoding and Content-Length a mapping sets: the core frames the response", function()
+    local server = helpers.start("spec/fixtures/mock.lua")
+    finally(function() server:stop() end)
+    local port = server.port
+    assert.equal(201, (json(port, "POST", "/__admin/mappings", cjson.encode({
+      request = { url = "/framed" },
+      response = { body = "framed body", headers = { Date = "Mon, 01 Jan 2001 00:00:00 GMT",
+        ["Transfer-Encoding"] = "chunked", ["Content-Length"] = "999", ["X-Kept"] = "yes" } } }))))
+    local status, b, h, resp = req(port, "GET", "/framed")
+    assert.equal(200, status)
+    assert.equal("framed body", b)
+    assert.equal(1, #helpers.header_values(resp, "Date"))
+    assert.is_nil(h["date"]:find("2001", 1, true))
+    assert.is_nil(h["transfer-encoding"])
+    assert.equal("11", h["content-length"])
+    assert.equal("yes", h["x-kept"])
+  end)
+
+  it("refuse a 1xx or out-of-range status when the mapping is loaded", function()
+    local dir = mock_root({ ["mappings/interim.json"] = '{"request":{"url":"/x"},"response":{"status":101}}' })
+    local server = helpers.start("spec/fixtures/mock.lua")
+    finally(function()
+      server:stop()
+      os.execute("rm -rf " .. dir)
+    end)
+    for _, st in ipairs({ 100, 101, 199, 600, 99 }) do
+      local status, doc, raw = json(server.port, "POST", "/__admin/mappings",
+        cjson.encode({ request = { url = "/s" .. st }, response = { status = st } }))
+      assert.equal(422, status, raw)
+      assert.truthy(doc.errors[1].detail:find("status " .. st, 1, true), raw)
+    end
+    local code, _, err = helpers.run({ "--listen", "127.0.0.1:0", "--mock", dir })
+    assert.equal(1, code)
+    assert.truthy(err:find("mappings/interim.json: status 101", 1, true), err)
+  end)
+
+  it("stream a body file of many megabytes under the request memory limit", function()
+    local size = 6 * 1024 * 1024
+    local big = ("0123456789abcde\n"):rep(size / 16)
+    local dir = mock_root({
+      ["__files/big.bin"] = big,
+      ["mappings/big.json"] = '{"request":{"url":"/big"},"response":{"bodyFileName":"big.bin"}}',
+    })
+    local server = helpers.start(dir, nil, { mock = true })
+    finally(function()
+      server:stop()
+      os.execute("rm -rf " .. dir)
+    end)
+    for _, target in ipairs({ "/big", "/big.bin" }) do
+      local resp = fetch_large(server.port, target)
+      assert.equal(200, resp.status, target .. ": " .. resp.body:sub(1, 200))
+      assert.equal(tostring(size), resp.headers["content-length"])
+      assert.is_nil(helpers.first_difference(big, resp.body))
+    end
+  end)
+end)
+
+describe("mock features it does not have", function()
+  it("are refused by the admin API with 422, naming them", function()
+    local server = helpers.start("spec/fixtures/mock.lua")
+    finally(function() server:stop() end)
+    local cases = {
+      { { proxyBaseUrl = "http://example.com" }, "proxyBaseUrl" },
+      { { body = "{{#if request.method}}yes{{/if}}", transformers = { "response-template" } }, "block helpers" },
+      { { body = "{{math 1 '+' 2}}", transformers = { "response-template" } }, "'math' is not a helper" },
+      { { headers = { ["X-Y"] = "{{dateFormat request.headers.date 'yyyy'}}" },
+          transformers = { "response-template" } }, "'dateFormat' is not a helper" },
+    }
+    for _, case in ipairs(cases) do
+      local status, doc, raw = json(server.port, "POST", "/__admin/mappings",
+        cjson.encode({ request = { url = "/unsupported" }, response = case[1] }))
+      assert.equal(422, status, raw)
+      assert.truthy(doc.errors[1].detail:find(case[2], 1, true), raw)
+    end
+    assert.equal(404, select(2, body_of(server.port, "GET", "/unsupported")))
+  end)
+
+  it("in a mapping file stop the server from starting, naming the file and the feature", function()
+    local dir = mock_root({ ["mappings/proxy.json"] =
+      '{"request":{"url":"/p"},"response":{"proxyBaseUrl":"http://example.com"}}' })
+    finally(function() os.execute("rm -rf " .. dir) end)
+    local code, _, err = helpers.run({ "--listen", "127.0.0.1:0", "--mock", dir })
+    assert.equal(1, code)
+    assert.truthy(err:find("mappings/proxy.json: proxyBaseUrl", 1, true), err)
+    code, _, err = helpers.run({ "--check", "--mock", dir })
+    assert.equal(1, code)
+    assert.truthy(err:find("proxyBaseUrl", 1, true), err)
+  end)
+
+  it("in a mapping file fail its reload, and the old stubs keep serving", function()
+    local dir = mock_root({ ["mappings/a.json"] = '{"request":{"url":"/a"},"response":{"body":"a"}}' })
+    local server = helpers.start(dir, nil, { mock = true })
+    finally(function()
+      server:stop()
+      os.execute("rm -rf " .. dir)
+    end)
+    local f = assert(io.open(dir .. "/mappings/a.json", "w"))
+    f:write('{"request":{"url":"/a"},"response":{"body":"{{#each request.query}}x{{/each}}",'
+      .. '"transformers":["response-template"]}}')
+    f:close()
+    assert.truthy(helpers.eventually(function()
+      return server:stderr():find("reload %(files changed%) failed: .-mappings/a%.json: body: template: .-block helpers")
+    end), server:stderr())
+    assert.equal("a", body_of(server.port, "GET", "/a"))
+  end)
+
+  it("answer 500 with the reason when a body file's template does not render, never the raw template", function()
+    local dir = mock_root({
+      ["__files/t.txt"] = "Hello {{#if request.method}}you{{/if}}",
+      ["mappings/t.json"] = '{"request":{"url":"/t"},"response":{"bodyFileName":"t.txt",'
+        .. '"transformers":["response-template"]}}',
+    })
+    local server = helpers.start(dir, nil, { mock = true })
+    finally(function()
+      server:stop()
+      os.execute("rm -rf " .. dir)
+    end)
+    local b, status = body_of(server.port, "GET", "/t")
+    assert.equal(500, status)
+    assert.truthy(b:find("^response template failed: body: .*block helpers"), b)
+    assert.is_nil(b:find("Hello", 1, true))
+  end)
+
+  it("with a directory that is not there, exit 1 naming it", function()
+    local code, _, err = helpers.run({ "--listen", "127.0.0.1:0", "--mock", "spec/fixtures/no-such-dir" })
+    assert.equal(1, code)
+    assert.truthy(err:find("spec/fixtures/no-such-dir: No such file or directory", 1, true), err)
+    code, _, err = helpers.run({ "--check", "--mock", "spec/fixtures/no-such-dir" })
+    assert.equal(1, code)
+    assert.truthy(err:find("spec/fixtures/no-such-dir", 1, true), err)
   end)
 end)

@@ -88,9 +88,9 @@ describe("template", function()
       assert.equal("b", template.render("{{request.headers.Accept.[1]}}", ctx))
     end)
 
-    it("renders unknown and missing values as empty strings", function()
-      assert.equal("[][][][][][]", render(
-        "[{{nope}}][{{request.nope}}][{{request.query.nope}}][{{request.headers.nope}}]"
+    it("renders missing request values as empty strings", function()
+      assert.equal("[][][][][]", render(
+        "[{{request.nope}}][{{request.query.nope}}][{{request.headers.nope}}]"
         .. "[{{request.path.id.deeper}}][{{request}}]"))
       assert.equal("[]", template.render("[{{request.url}}]", {}))
       assert.equal("[]", template.render("[{{request.url}}]"))
@@ -123,8 +123,26 @@ describe("template", function()
       assert.equal("a POSTb", render("a {{request.method~}}  b"))
     end)
 
-    it("drops block tags it does not know, keeping their contents", function()
-      assert.equal("in", render("{{#if request.method}}in{{/if}}"))
+    it("refuses what it does not implement, naming it, instead of rendering it wrong", function()
+      for _, tpl in ipairs({ "{{#if request.method}}in{{/if}}", "{{/if}}", "{{^x}}",
+                             "{{> partial}}", "{{#each request.query}}x{{/each}}" }) do
+        local compiled, err = template.compile(tpl)
+        assert.is_nil(compiled, tpl)
+        assert.truthy(err:find("block helpers", 1, true), err)
+      end
+      for tpl, name in pairs({ ["{{else}}"] = "else", ["{{nope}}"] = "nope",
+                               ["{{math 1 '+' 2}}"] = "math",
+                               ["{{dateFormat request.headers.date 'yyyy'}}"] = "dateFormat",
+                               ["{{parameters.x}}"] = "parameters.x" }) do
+        local compiled, err = template.compile(tpl)
+        assert.is_nil(compiled, tpl)
+        assert.truthy(err:find("'" .. name .. "' is not a helper", 1, true), err)
+      end
+      assert.truthy(select(2, template.compile("{{request.url 'x'}}")):find("takes no arguments", 1, true))
+    end)
+
+    it("reads {{&x}} as {{x}}", function()
+      assert.equal("7", render("{{& request.path.id}}"))
     end)
   end)
 

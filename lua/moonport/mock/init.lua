@@ -11,9 +11,20 @@
 --     return app
 --
 -- Stubs written in the script (or read from mapping files) are the same in
--- every worker. Stubs added, changed or removed through the admin API, the
--- journal and scenario states live in moonport.shared, so every worker
--- sees them; each worker rebuilds its index when the version there moves.
+-- every worker. Stubs added, changed or removed through the admin API and
+-- scenario states live in the mock's state store (core.mock_state), which
+-- nothing evicts, and the journal in a store of its own
+-- (core.mock_journal), which drops its oldest entries when full: neither
+-- can push out the other, nor what scripts keep in moonport.shared. Every
+-- worker sees both, and rebuilds its index when the version there moves.
+--
+-- Every file the mock reads for a response is confined to the root's
+-- __files directory (core.confine): after templating, percent-decoding and
+-- symbolic links, a path that leads elsewhere is refused and logged.
+--
+-- The admin API under /__admin answers only requests whose Host names a
+-- loopback address, localhost, the address moonport listens on or an
+-- --admin-host, and (unless --admin-cors) no web page of another origin.
 --
 -- @module moonport.mock
 
@@ -27,7 +38,10 @@ local template = require("moonport.mock.template")
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local error, pcall, setmetatable = error, pcall, setmetatable
 local concat, sort, floor = table.concat, table.sort, math.floor
-local shared = moonport.shared
+local find, byte, char, gsub, lower = string.find, string.byte, string.char, string.gsub, string.lower
+local state = core.mock_state
+local journal_store = core.mock_journal
+local log = core.log
 local sleep = moonport.sleep
 
 -- Forked workers must not share one random sequence (UUIDs, delays).
@@ -35,82 +49,173 @@ math.randomseed(os.time() + (tonumber(tostring({}):match("0x(%x+)"), 16) or 0) %
 
 local mock = {}
 
-local KEY_VERSION = "mock:version"    -- moves on every admin change
-local KEY_ADMIN = "mock:admin"        -- JSON: {added = {id: mapping}, removed = {id: true}, order = [id]}
-local KEY_SEQ = "mock:journal:seq"    -- the last journal entry's number
-local KEY_JOURNAL = "mock:journal:"   -- .. n: one entry (JSON)
-local KEY_JOURNAL_FIRST = "mock:journal:first" -- the first entry kept
-local KEY_SCENARIO = "mock:scenario:" -- .. name: its state
+-- In the state store:
+local KEY_VERSION = "version"         -- moves on every admin change
+local KEY_MAPPING = "mapping:"        -- .. id: "<seq>\n<mapping JSON>"
+local KEY_MAPPING_SEQ = "seq:mapping" -- the last admin mapping's seq
+local KEY_REMOVED = "removed:"        -- .. id: a script stub removed
+local KEY_SCENARIO = "scenario:"      -- .. name: its state
+local KEY_SEQ = "seq:journal"         -- the last journal entry's number
+local KEY_JOURNAL_FIRST = "journal:first" -- the first entry kept
+-- In the journal store:
+local KEY_ENTRY = "entry:"            -- .. n: one entry (JSON)
 
 local METHODS = { "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS" }
 local JOURNAL_BODY_MAX = 64 * 1024
+local FILE_PIECE = 64 * 1024 -- files are sent in pieces this large
+local LIST_PIECE = 64 * 1024 -- and admin lists
 
 local App = core.App
 local MockApp = setmetatable({}, { __index = App })
 MockApp.__index = MockApp
 
+local function starts_with(s, prefix)
+  return find(s, prefix, 1, true) == 1
+end
+
+-- Whether path is /__admin or under it.
+local function is_admin_path(path)
+  return starts_with(path, "/__admin") and (#path == 8 or byte(path, 9) == 47) -- '/'
+end
+
 -- Stubs --------------------------------------------------------------------
 
--- Completes a normalized stub: compiled request pattern, id, sequence.
+local FAULTS = { CONNECTION_RESET_BY_PEER = true, EMPTY_RESPONSE = true,
+                 MALFORMED_RESPONSE_CHUNK = true, RANDOM_DATA_THEN_CLOSE = true }
+
+-- Fields the core owns: a stub's value would break the framing or the date.
+local FRAMING = { date = true, ["transfer-encoding"] = true, ["content-length"] = true }
+
+local function templated(stub, r)
+  if r.transformers == false then return false end
+  if type(r.transformers) == "table" then
+    for _, t in ipairs(r.transformers) do
+      if t == "response-template" then return true end
+    end
+    return false
+  end
+  return stub.lua
+end
+
+-- What a response would serve wrong, or not at all: refused when its stub
+-- is loaded, with the reason. Returns true, or nil and the reason.
+local function check_response(stub)
+  local r = stub.response
+  if type(r) ~= "table" then return true end
+  if r.proxy_base_url ~= nil then
+    return nil, "proxyBaseUrl: proxying to another server is not supported"
+  end
+  if r.status ~= nil then
+    local status = tonumber(r.status)
+    if status == nil or status % 1 ~= 0 or status < 200 or status > 599 then
+      return nil, ("status %s: a response is 200 to 599 (1xx are interim, not answers)")
+        :format(tostring(r.status))
+    end
+  end
+  if r.status_message ~= nil then
+    local msg = tostring(r.status_message)
+    if #msg == 0 or #msg > 63 or msg:find("[%z\1-\8\10-\31\127]") then
+      return nil, "statusMessage: 1 to 63 characters, no control characters"
+    end
+  end
+  if r.fault ~= nil and not FAULTS[r.fault] then
+    return nil, "fault " .. tostring(r.fault) .. ": not one of CONNECTION_RESET_BY_PEER, "
+      .. "EMPTY_RESPONSE, MALFORMED_RESPONSE_CHUNK, RANDOM_DATA_THEN_CLOSE"
+  end
+  if r.headers ~= nil and type(r.headers) ~= "table" then return nil, "headers: not an object" end
+  local texts = {}
+  for name, value in pairs(r.headers or {}) do
+    if type(name) ~= "string" or not name:find("^[!#$%%&'*+%-.^_`|~%w]+$") then
+      return nil, "header name " .. tostring(name) .. ": not a token"
+    end
+    for _, v in ipairs(type(value) == "table" and value or { value }) do
+      v = tostring(v)
+      if v:find("[%z\r\n]") then return nil, "header " .. name .. ": CR, LF or NUL in its value" end
+      texts[#texts + 1] = { "header " .. name, v }
+    end
+  end
+  if templated(stub, r) then
+    if r.json_body ~= nil then texts[#texts + 1] = { "jsonBody", cjson.encode(r.json_body) or "" } end
+    if type(r.body) == "string" then texts[#texts + 1] = { "body", r.body } end
+    if r.body_file_name ~= nil then texts[#texts + 1] = { "bodyFileName", tostring(r.body_file_name) } end
+    for _, t in ipairs(texts) do
+      local ok, err = template.compile(t[2])
+      if not ok then return nil, t[1] .. ": template: " .. err end
+    end
+  end
+  return true
+end
+
+-- Completes a normalized stub: compiled request pattern, checked response,
+-- sequence.
 local function prepare(self, stub, seq)
   local compiled, err = match.compile(stub.request)
   if compiled == nil then return nil, err end
+  local ok
+  ok, err = check_response(stub)
+  if not ok then return nil, err end
   stub.compiled = compiled
   stub.seq = seq
   return stub
 end
 
--- The stubs now in force: the script's, less those removed through the
--- admin API, plus those added there. Rebuilt when the version moves.
+-- The admin API's mappings and the script stubs it removed, from the state
+-- store: a list of {id, seq, mapping} in the order they were added, and a
+-- set of ids.
+local function admin_state()
+  local added, removed = {}, {}
+  for _, key in ipairs(state:keys(0)) do
+    if starts_with(key, KEY_MAPPING) then
+      local text = state:get(key)
+      local seq, json = (text or ""):match("^(%d+)\n(.*)$")
+      local mapping = json and cjson.decode(json)
+      if type(mapping) == "table" then
+        added[#added + 1] = { id = key:sub(#KEY_MAPPING + 1), seq = tonumber(seq), mapping = mapping }
+      end
+    elseif starts_with(key, KEY_REMOVED) then
+      removed[key:sub(#KEY_REMOVED + 1)] = true
+    end
+  end
+  sort(added, function(a, b) return a.seq < b.seq end)
+  return added, removed
+end
+
+-- The stubs now in force: the script's, less those removed or replaced
+-- through the admin API, plus those added there. Rebuilt when the version
+-- moves.
 local function current(self)
-  local version = shared:get(KEY_VERSION) or 0
+  local version = state:get(KEY_VERSION) or 0
   if version == self.version then return self.index, self.all end
-  local doc = cjson.decode(shared:get(KEY_ADMIN) or "{}") or {}
-  local removed, added = doc.removed or {}, doc.added or {}
+  local added, removed = admin_state()
+  local replaced = {}
+  for _, a in ipairs(added) do replaced[a.id] = true end
   local all = {}
   for _, s in ipairs(self.script_stubs) do
-    if not removed[s.id] and added[s.id] == nil then all[#all + 1] = s end
+    if not removed[s.id] and not replaced[s.id] then all[#all + 1] = s end
   end
-  for i, id in ipairs(doc.order or {}) do
-    local mapping = added[id]
-    if mapping ~= nil then
-      local stub = model.from_wiremock(mapping)
-      local ok = model.normalize(stub)
-      if ok then
-        stub = ok
-        stub.id = id
-        if prepare(self, stub, 1e9 + i) then all[#all + 1] = stub end
-      end
+  for _, a in ipairs(added) do
+    local stub = model.normalize(model.from_wiremock(a.mapping))
+    if stub then
+      stub.id = a.id
+      if prepare(self, stub, 1e9 + a.seq) then all[#all + 1] = stub end
     end
   end
   sort(all, match.before)
-  self.all = all
+  local by_id = {}
+  for _, s in ipairs(all) do by_id[s.id] = s end
+  self.all, self.by_id = all, by_id
   self.index = match.index(all)
   self.version = version
   return self.index, self.all
-end
-
-local function admin_doc()
-  local doc = cjson.decode(shared:get(KEY_ADMIN) or "{}") or {}
-  doc.added = doc.added or {}
-  doc.removed = doc.removed or {}
-  doc.order = doc.order or {}
-  return doc
-end
-
-local function save_admin(doc)
-  -- cjson writes an empty table as {}; "order" must stay an array.
-  local text = cjson.encode(doc)
-  if #doc.order == 0 then text = text:gsub('"order":{}', '"order":[]') end
-  shared:set(KEY_ADMIN, text)
-  shared:incr(KEY_VERSION)
 end
 
 --- Adds a stub: `request` (what to match), `response` (a table, or a
 -- function(req, res) with the whole API), `priority` (1 is highest,
 -- default 5), `scenario = {name, required_state, new_state}`, `id`, `name`.
 -- Keys are WireMock's in snake_case (`url_path`, `query_parameters`,
--- `json_body`, `fixed_delay_milliseconds`, ...). Returns the app.
+-- `json_body`, `fixed_delay_milliseconds`, ...). A response it cannot serve
+-- as given (a status outside 200..599, proxying, a template helper it does
+-- not implement) raises. Returns the app.
 -- @usage app:stub{ request = { url = "/ping" }, response = { body = "pong" } }
 function MockApp:stub(spec)
   local stub, err = model.normalize(spec)
@@ -179,17 +284,12 @@ local function facts_of_logged(r)
 end
 
 local function scenario_state(name)
-  return shared:get(KEY_SCENARIO .. name) or "Started"
+  return state:get(KEY_SCENARIO .. name) or "Started"
 end
 
 local function scenario_ok(stub)
   if stub.scenario_name == nil or stub.required_scenario_state == nil then return true end
   return scenario_state(stub.scenario_name) == stub.required_scenario_state
-end
-
--- Finds the stub for facts: the best by priority, then the newest.
-local function find(self, facts)
-  return match.find(current(self), facts, scenario_ok)
 end
 
 local function describe_stub(stub)
@@ -198,20 +298,34 @@ local function describe_stub(stub)
   return ("%s (%s %s)"):format(stub.name or stub.id, r.method or "ANY", url)
 end
 
--- 404 for a request no stub matched: the closest stubs and what differed.
+-- A stub whose matcher could not decide (a regular expression given up at
+-- its limits) is passed over; each such stub is logged once.
+local function on_match_error(stub, err)
+  if stub.error_logged then return end
+  stub.error_logged = true
+  log("warn", ("mock: stub %s passed over: %s"):format(describe_stub(stub), err))
+end
+
+-- Finds the stub for facts: the best by priority, then the newest.
+local function find_for(self, facts)
+  return match.find(current(self), facts, scenario_ok, on_match_error)
+end
+
+-- 404 for a request no stub matched: the closest stubs, ranked by how far
+-- the request is from each (match.near), and what differed.
 local function unmatched_report(self, facts)
   local _, all = current(self)
   local scored = {}
   for _, stub in ipairs(all) do
-    local ok, why, failed = match.test(stub.compiled, facts, true)
-    if ok then
-      why, failed = { ("scenario %s is in state %s, not %s"):format(stub.scenario_name,
-        scenario_state(stub.scenario_name), tostring(stub.required_scenario_state)) }, 1
+    local d, why = match.near(stub.compiled, facts)
+    if d == 0 then
+      why = { ("scenario %s is in state %s, not %s"):format(stub.scenario_name,
+        scenario_state(stub.scenario_name), tostring(stub.required_scenario_state)) }
     end
-    scored[#scored + 1] = { stub = stub, why = why, failed = failed }
+    scored[#scored + 1] = { stub = stub, why = why, d = d }
   end
   sort(scored, function(a, b)
-    if a.failed ~= b.failed then return a.failed < b.failed end
+    if a.d ~= b.d then return a.d < b.d end
     return match.before(a.stub, b.stub)
   end)
   local lines = { ("No stub matched %s %s"):format(facts.method, facts.url) }
@@ -243,19 +357,21 @@ end
 local function log_request(self, req, facts, stub, status)
   local size = self.settings.journal_size
   local body = facts.body()
-  local logged_body = #body > JOURNAL_BODY_MAX and body:sub(1, JOURNAL_BODY_MAX) or body
+  local truncated = #body > JOURNAL_BODY_MAX
   local query = {}
   for k, values in pairs(facts.query) do query[k] = { key = k, values = values } end
   local ms = now_ms()
   -- The journal's sequence number makes the id: unique for the server's
   -- life, and cheaper than a random UUID.
-  local n = shared:incr(KEY_SEQ)
+  local n = state:incr(KEY_SEQ)
+  if n == nil then return end
   local entry = {
     id = ("6a6f7572-6e61-4c00-8000-%012x"):format(n),
     request = {
       url = facts.url, absoluteUrl = "http://" .. (req:header("host") or "localhost") .. facts.url,
       method = facts.method, clientIp = req.remote_addr, headers = req:headers(),
-      cookies = facts.cookies(), body = logged_body,
+      cookies = facts.cookies(), body = truncated and body:sub(1, JOURNAL_BODY_MAX) or body,
+      bodyTruncated = truncated or nil,
       loggedDate = ms, loggedDateString = iso_date(ms), queryParams = query,
       browserProxyRequest = false,
     },
@@ -265,39 +381,45 @@ local function log_request(self, req, facts, stub, status)
   }
   local text = cjson.encode(entry)
   if text == nil then return end
-  shared:set(KEY_JOURNAL .. n, text)
+  if not journal_store:set(KEY_ENTRY .. n, text) then
+    -- Larger than the journal's largest block: keep the entry, not its
+    -- headers and body.
+    entry.request.headers, entry.request.body, entry.request.bodyTruncated = {}, "", true
+    journal_store:set(KEY_ENTRY .. n, cjson.encode(entry) or "{}")
+  end
   if n > size then
-    shared:delete(KEY_JOURNAL .. (n - size))
-    shared:set(KEY_JOURNAL_FIRST, n - size + 1)
+    journal_store:delete(KEY_ENTRY .. (n - size))
+    state:set(KEY_JOURNAL_FIRST, n - size + 1)
   end
 end
 
 local find_stub
 
--- Every journal entry kept, newest first, completed as WireMock shows it.
-local function journal(self)
-  local last = shared:get(KEY_SEQ) or 0
-  local first = shared:get(KEY_JOURNAL_FIRST) or 1
-  local out = {}
+-- Calls fn(entry) for every journal entry kept, newest first, as stored;
+-- stops when fn returns false.
+local function each_entry(fn)
+  local last = state:get(KEY_SEQ) or 0
+  local first = state:get(KEY_JOURNAL_FIRST) or 1
   for n = last, first, -1 do
-    local text = shared:get(KEY_JOURNAL .. n)
+    local text = journal_store:get(KEY_ENTRY .. n)
     local e = text and cjson.decode(text)
-    if e then
-      e.request.bodyAsBase64 = model.base64_encode(e.request.body or "")
-      local stub = e.stubId and find_stub(self, e.stubId)
-      if stub then e.stubMapping = model.to_wiremock(stub) end
-      e.stubId = nil
-      out[#out + 1] = e
-    end
+    if e and fn(e) == false then return end
   end
-  return out
+end
+
+-- A stored entry completed as WireMock shows it.
+local function complete(self, e)
+  e.request.bodyAsBase64 = model.base64_encode(e.request.body or "")
+  local stub = e.stubId and find_stub(self, e.stubId)
+  if stub then e.stubMapping = model.to_wiremock(stub) end
+  e.stubId = nil
+  return e
 end
 
 local function clear_journal()
-  local last = shared:get(KEY_SEQ) or 0
-  local first = shared:get(KEY_JOURNAL_FIRST) or 1
-  for n = first, last do shared:delete(KEY_JOURNAL .. n) end
-  shared:set(KEY_JOURNAL_FIRST, last + 1)
+  local last = state:get(KEY_SEQ) or 0
+  journal_store:flush_all()
+  state:set(KEY_JOURNAL_FIRST, last + 1)
 end
 
 -- Responses -------------------------------------------------------------------
@@ -332,6 +454,75 @@ local function read_file(path)
   return text
 end
 
+-- Streams size bytes of the file at path as the body, in pieces, with a
+-- declared Content-Length: a file of any size costs one piece of memory.
+-- Returns true, or nil when the file cannot be opened (nothing sent).
+local function stream_file(res, path, size)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  res:header("Content-Length", ("%d"):format(size))
+  local left = size
+  while left > 0 do
+    local piece = f:read(left < FILE_PIECE and left or FILE_PIECE)
+    -- A write that gives nothing back: the client has gone.
+    if piece == nil or not res:write(piece) then break end
+    left = left - #piece
+  end
+  f:close()
+  res:finish()
+  return true
+end
+
+-- Resolves name inside the app's __files directory (core.confine). Returns
+-- the path and size; or nil, the status to answer (403 for a name that
+-- leads outside, 404 for no such file) and a message, which is logged.
+local function find_file(self, name)
+  local path, size = core.confine(self.files_dir, name)
+  if path then return path, size end
+  local status, msg
+  if size == "not found" then
+    status, msg = 404, ("%q: no such file in %s"):format(name, self.files_dir)
+  else
+    status, msg = 403, ("%q: refused, it leads outside %s"):format(name, self.files_dir)
+  end
+  log("warn", "mock: " .. msg)
+  return nil, status, msg
+end
+
+local function unescape_path(s)
+  return (gsub(s, "%%(%x%x)", function(h) return char(tonumber(h, 16)) end))
+end
+
+--- The contents of a file under the app's `__files` directory, or nil and
+-- why: `name` is resolved, `..` and symbolic links included, and a file
+-- outside `__files` is refused (and logged), as for `bodyFileName`.
+-- @usage local text = assert(app:read_file("users.json"))
+function MockApp:read_file(name)
+  if type(name) ~= "string" then error("app:read_file: name must be a string", 2) end
+  local path, _, msg = find_file(self, name)
+  if path == nil then return nil, msg end
+  local text = read_file(path)
+  if text == nil then return nil, ("%q: cannot be read"):format(name) end
+  return text
+end
+
+--- Answers res with a file under the app's `__files` directory, streamed
+-- with its Content-Length (and `content_type`, when given); a file outside
+-- `__files` or missing gets 403 or 404 instead, as for `bodyFileName`.
+-- @usage app:stub{ request = { url_path = "/report" },
+--   response = function(req, res) app:send_file(res, "report.pdf", "application/pdf") end }
+function MockApp:send_file(res, name, content_type)
+  if type(name) ~= "string" then error("app:send_file: name must be a string", 2) end
+  local path, size, msg = find_file(self, name)
+  if path ~= nil then
+    if content_type ~= nil then res:header("Content-Type", content_type) end
+    if stream_file(res, path, size) then return res end
+    size, msg = 404, ("%q: cannot be read"):format(name)
+  end
+  res:status(size):header("Content-Type", "text/plain; charset=utf-8")
+  return res:send(msg .. "\n")
+end
+
 -- What templates see of a request.
 local function template_ctx(req, facts, base_url)
   local segments = {}
@@ -345,61 +536,44 @@ local function template_ctx(req, facts, base_url)
   } }
 end
 
-local function templated(stub, r)
-  if r.transformers == false then return false end
-  if type(r.transformers) == "table" then
-    for _, t in ipairs(r.transformers) do
-      if t == "response-template" then return true end
-    end
-    return false
-  end
-  return stub.lua
+-- Renders a template, or raises {template = message} when it does not
+-- compile (a body file's text, read at request time).
+local function render(text, ctx, where, opts)
+  local compiled, err = template.compile(text)
+  if compiled == nil then error({ template = where .. ": " .. err }) end
+  return template.render(compiled, ctx, opts)
 end
 
-local function respond(self, stub, req, res, facts)
-  local r = stub.response
-  if type(r) == "function" then return r(req, res) end
-  local ms = delay_of(r)
-  if ms > 0 then sleep(ms) end
-  if r.fault ~= nil then return res:fault(r.fault) end
-  local ctx = templated(stub, r) and template_ctx(req, facts, self.base_url or "")
-  res:status(tonumber(r.status) or 200, r.status_message)
-  local json = r.json_body ~= nil
-  local has_type = false
-  for name, value in pairs(r.headers or {}) do
-    local list = type(value) == "table" and value or { value }
-    for _, v in ipairs(list) do
-      v = tostring(v)
-      if ctx then v = template.render(v, ctx) end
-      res:header(name, v)
-    end
-    if name:lower() == "content-type" then
-      has_type = true
-      json = json or tostring(list[1]):find("json", 1, true) ~= nil
-    end
-  end
+-- The body a stub's response sends, as text (rendered when ctx), or, for an
+-- untemplated body file, the file to stream: nil, path, size. Raises
+-- {status, message} when the file is refused or missing.
+local function body_of(self, r, ctx, json)
   local body
   if r.json_body ~= nil then
     body = cjson.encode(r.json_body) or "null"
   elseif r.base64_body ~= nil then
-    body = model.base64_decode(tostring(r.base64_body)) or ""
+    -- Bytes, never a template.
+    return model.base64_decode(tostring(r.base64_body)) or "", json
   elseif r.body_file_name ~= nil then
     local name = tostring(r.body_file_name)
-    if ctx then name = template.render(name, ctx) end
-    body = read_file(self.files_dir .. "/" .. name)
-    if body == nil then
-      res:status(500)
-      return res:send("bodyFileName " .. name .. " not found in " .. self.files_dir .. "\n")
-    end
+    if ctx then name = render(name, ctx, "bodyFileName") end
+    local path, size, msg = find_file(self, name)
+    if path == nil then error({ status = size, message = "bodyFileName " .. msg }) end
     json = json or name:find("%.json$") ~= nil
+    if not ctx and type(r.chunked_dribble_delay) ~= "table" then return nil, json, path, size end
+    body = read_file(path)
+    if body == nil then error({ status = 404, message = ("bodyFileName %q: cannot be read"):format(name) }) end
   else
     body = r.body ~= nil and tostring(r.body) or ""
   end
   if ctx then
     -- A body that reads as JSON stays JSON whatever the values hold.
-    body = template.render(body, ctx, { json = json or body:find("^%s*[%[{]") ~= nil })
+    body = render(body, ctx, "body", { json = json or body:find("^%s*[%[{]") ~= nil })
   end
-  if json and not has_type then res:header("Content-Type", "application/json") end
+  return body, json
+end
+
+local function send_body(res, r, body)
   local dribble = r.chunked_dribble_delay
   if type(dribble) == "table" and #body > 0 then
     local chunks = math.max(1, floor(tonumber(dribble.number_of_chunks) or 1))
@@ -415,6 +589,62 @@ local function respond(self, stub, req, res, facts)
   res:send(body)
 end
 
+-- Answers from a stub's response table. Everything that may fail (a
+-- template, a body file) is worked out before the first res call, so that
+-- an answer about the failure carries none of the stub's headers.
+local function respond_with(self, stub, r, req, res, facts)
+  local ctx = templated(stub, r) and template_ctx(req, facts, self.base_url or "")
+  local json = r.json_body ~= nil
+  local headers, has_type = {}, false
+  for name, value in pairs(r.headers or {}) do
+    local lname = lower(name)
+    if not FRAMING[lname] then
+      local list = type(value) == "table" and value or { value }
+      for _, v in ipairs(list) do
+        v = tostring(v)
+        if ctx then v = render(v, ctx, "header " .. name) end
+        headers[#headers + 1] = { name, v }
+      end
+      if lname == "content-type" then
+        has_type = true
+        json = json or tostring(list[1]):find("json", 1, true) ~= nil
+      end
+    end
+  end
+  local body, path, size
+  body, json, path, size = body_of(self, r, ctx, json)
+  res:status(tonumber(r.status) or 200, r.status_message)
+  for _, h in ipairs(headers) do res:header(h[1], h[2]) end
+  if json and not has_type then res:header("Content-Type", "application/json") end
+  if path then
+    if not stream_file(res, path, size) then
+      error(("bodyFileName %q: cannot be read"):format(tostring(r.body_file_name)), 0)
+    end
+    return
+  end
+  send_body(res, r, body)
+end
+
+local function respond(self, stub, req, res, facts)
+  local r = stub.response
+  if type(r) == "function" then return r(req, res) end
+  local ms = delay_of(r)
+  if ms > 0 then sleep(ms) end
+  if r.fault ~= nil then return res:fault(r.fault) end
+  local ok, err = pcall(respond_with, self, stub, r, req, res, facts)
+  if ok then return end
+  if type(err) ~= "table" then error(err, 0) end
+  -- A template that does not render, or a body file refused or missing:
+  -- the reason, never the raw template or another file.
+  local status = err.status or 500
+  if err.template then
+    err.message = "response template failed: " .. err.template
+    log("warn", ("mock: stub %s: %s"):format(describe_stub(stub), err.message))
+  end
+  res:status(status):header("Content-Type", "text/plain; charset=utf-8")
+  res:send(err.message .. "\n")
+end
+
 local CONTENT_TYPES = {
   json = "application/json", html = "text/html; charset=utf-8", htm = "text/html; charset=utf-8",
   txt = "text/plain; charset=utf-8", xml = "application/xml", css = "text/css",
@@ -423,25 +653,45 @@ local CONTENT_TYPES = {
 }
 
 -- As WireMock does, a GET no stub matches is answered from DIR/__files
--- when a file is there (a directory's index.html included). Returns true
--- when it answered.
+-- when a file is there (a directory's index.html included). The path is
+-- percent-decoded and confined like any file name. Returns true when it
+-- answered.
 local function static_file(self, facts, res)
   if not self.serve_files or (facts.method ~= "GET" and facts.method ~= "HEAD") then return false end
-  local path = facts.path
-  if path:find("..", 1, true) or path:find("%z") then return false end
-  if path:sub(-1) == "/" then path = path .. "index.html" end
-  local body = read_file(self.files_dir .. path)
-  if body == nil then return false end
+  local name = unescape_path(facts.path)
+  if name:sub(-1) == "/" then name = name .. "index.html" end
+  local path, size = core.confine(self.files_dir, name)
+  if path == nil then
+    if size ~= "not found" then find_file(self, name) end -- logs the refusal
+    return false
+  end
   local ext = path:match("%.(%w+)$")
   res:header("Content-Type", CONTENT_TYPES[ext and ext:lower() or ""] or "application/octet-stream")
-  res:send(body)
-  return true
+  return stream_file(res, path, size) == true
+end
+
+local function send_json(res, status, value)
+  res:status(status):header("Content-Type", "application/json")
+  res:send(cjson.encode(value) or "null")
+end
+
+local function admin_error(res, status, title, detail)
+  send_json(res, status, { errors = { { code = 10, title = title, detail = detail } } })
+end
+
+local function not_found(res, what)
+  admin_error(res, 404, what .. " not found")
 end
 
 -- The handler behind every path no route of the script takes.
 local function serve(self, req, res)
+  -- /__admin belongs to the admin API: what it does not know is not a stub.
+  if is_admin_path(req.path) then return not_found(res, "Admin endpoint " .. req.path) end
   local facts = facts_of(req)
-  local stub = find(self, facts)
+  -- Matching must not yield (match.find keeps its place in module state),
+  -- and reading a body may: read it first.
+  if req:header("content-length") or req:header("transfer-encoding") then facts.body() end
+  local stub = find_for(self, facts)
   if stub == nil and static_file(self, facts, res) then return end
   if stub == nil then
     if self.settings.journal_size > 0 then log_request(self, req, facts, nil, 404) end
@@ -449,7 +699,10 @@ local function serve(self, req, res)
     return res:send(unmatched_report(self, facts))
   end
   if stub.scenario_name and stub.new_scenario_state then
-    shared:set(KEY_SCENARIO .. stub.scenario_name, stub.new_scenario_state)
+    if not state:set(KEY_SCENARIO .. stub.scenario_name, stub.new_scenario_state) then
+      log("warn", ("mock: scenario %s cannot move to %s: the mock's state store is full "
+        .. "(--mock-state-size)"):format(stub.scenario_name, stub.new_scenario_state))
+    end
   end
   if self.settings.journal_size > 0 then
     local status = type(stub.response) == "table" and (tonumber(stub.response.status) or 200) or 200
@@ -458,7 +711,7 @@ local function serve(self, req, res)
   return respond(self, stub, req, res, facts)
 end
 
--- CORS ----------------------------------------------------------------------
+-- CORS and the admin API's guard ------------------------------------------
 
 local ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS, HEAD"
 
@@ -488,10 +741,78 @@ local function preflight(req, res)
   return true
 end
 
--- Every handler of a mock app goes through here: CORS first.
-local function wrap(self, handler)
-  if not self.settings.cors then return handler end
+-- The host of an authority ("Host" or an origin's), lowercase, without
+-- brackets, and its port or nil.
+local function split_authority(authority)
+  authority = lower(authority)
+  local v6, rest = authority:match("^%[([^%]]*)%](.*)$")
+  if v6 then return v6, rest:match("^:(%d+)$") end
+  local host, port = authority:match("^([^:]*):(%d*)$")
+  if host then return host, port ~= "" and port or nil end
+  return authority, nil
+end
+
+local function loopback(host)
+  return host == "localhost" or host == "::1" or host:find("^127%.%d+%.%d+%.%d+$") ~= nil
+end
+
+-- The Host names /__admin answers besides loopback ones: the address
+-- moonport listens on and every --admin-host.
+local function admin_hosts(settings)
+  local hosts = { [lower(settings.listen_host or "")] = true }
+  for name in (settings.admin_hosts or ""):gmatch("[^,%s]+") do
+    hosts[(split_authority(name))] = true
+  end
+  return hosts
+end
+
+-- Whether a browser sent req from a page of another origin: its Origin
+-- (or Sec-Fetch-Site) names another scheme, host or port than Host.
+local function cross_origin(req)
+  local site = req:header("sec-fetch-site")
+  if site == "cross-site" or site == "same-site" then return true end
+  local origin = req:header("origin")
+  if origin == nil then return false end
+  local scheme, authority = origin:match("^(%a[%w+.-]*)://([^/]+)$")
+  if scheme == nil then return true end -- "null", or not an origin
+  local ohost, oport = split_authority(authority)
+  local hhost, hport = split_authority(req:header("host") or "")
+  return ohost ~= hhost or (oport or (lower(scheme) == "https" and "443" or "80")) ~= (hport or "80")
+end
+
+-- Why /__admin refuses req, or nil: a Host that names none of its own
+-- addresses (a DNS rebinding page), or a page of another origin.
+local function admin_refusal(self, req)
+  local host = req:header("host")
+  if host ~= nil then
+    local name = split_authority(host)
+    if not loopback(name) and not self.admin_hosts[name] then
+      return ("/__admin answers only requests for a loopback address, localhost or %s, "
+        .. "not Host %s (--admin-host NAME allows another)"):format(self.settings.listen_host, host)
+    end
+  end
+  if not self.settings.admin_cors and cross_origin(req) then
+    return ("/__admin refuses requests from web pages of other origins (Origin %s; "
+      .. "--admin-cors allows them)"):format(tostring(req:header("origin") or req:header("sec-fetch-site")))
+  end
+end
+
+-- Every handler of a mock app goes through here. A stub or route gets CORS
+-- (unless --no-cors); /__admin (admin, or a path under it) gets its guard,
+-- and CORS only with --admin-cors.
+local function wrap(self, handler, admin)
+  local settings = self.settings
   return function(req, res)
+    if admin or is_admin_path(req.path) then
+      local why = admin_refusal(self, req)
+      if why then
+        log("warn", "mock: " .. why)
+        return admin_error(res, 403, "Forbidden", why)
+      end
+      if not settings.admin_cors then return handler(req, res) end
+    elseif not settings.cors then
+      return handler(req, res)
+    end
     if preflight(req, res) then return end
     cors(req, res)
     return handler(req, res)
@@ -510,17 +831,8 @@ end
 
 -- The admin API ---------------------------------------------------------------
 
-local function send_json(res, status, value)
-  res:status(status):header("Content-Type", "application/json")
-  res:send(cjson.encode(value) or "null")
-end
-
-local function not_found(res, what)
-  send_json(res, 404, { errors = { { code = 10, title = what .. " not found" } } })
-end
-
 local function bad_request(res, detail)
-  send_json(res, 422, { errors = { { code = 10, title = "Error parsing JSON", detail = detail } } })
+  admin_error(res, 422, "Error parsing JSON", detail)
 end
 
 local function decode_body(req)
@@ -529,158 +841,237 @@ local function decode_body(req)
   return v
 end
 
--- An admin stub checked before it is stored: it must normalize and compile.
+-- An admin mapping checked before it is stored: it must normalize, compile
+-- and be servable as given.
 local function check_mapping(self, mapping)
   local stub, err = model.normalize(model.from_wiremock(mapping))
   if stub == nil then return nil, err end
-  local c, e = match.compile(stub.request)
-  if c == nil then return nil, e end
-  return stub
+  return prepare(self, stub, 0)
 end
 
-local function mappings_json(self)
-  local _, all = current(self)
-  local list = {}
-  for i, s in ipairs(all) do list[i] = model.to_wiremock(s) end
-  local text = cjson.encode({ mappings = list, meta = { total = #list } })
-  if #list == 0 then text = text:gsub('"mappings":{}', '"mappings":[]') end
-  return text
+-- Writes {"<key>": [items], <tail>} in pieces, so that a list of any
+-- length costs about one piece of memory. produce(emit) calls emit(item)
+-- for each item, until emit returns false (the client has gone), and
+-- returns a function(total) giving what goes after the list.
+local function stream_list(res, key, produce)
+  res:status(200):header("Content-Type", "application/json")
+  local buf, size, n = { '{"' .. key .. '":[' }, 0, 0
+  local tail = produce(function(item)
+    local text = cjson.encode(item)
+    if text == nil then return true end
+    if n > 0 then buf[#buf + 1] = "," end
+    buf[#buf + 1] = text
+    size, n = size + #text, n + 1
+    if size >= LIST_PIECE then
+      if not res:write(concat(buf)) then return false end
+      buf, size = {}, 0
+    end
+    return true
+  end)
+  buf[#buf + 1] = "]"
+  buf[#buf + 1] = tail(n)
+  res:write(concat(buf))
+  res:finish()
+end
+
+-- Streams journal entries that keep(entry) takes, shown by show(entry).
+local function stream_requests(self, res, keep, show, limit)
+  local disabled = self.settings.journal_size == 0
+  stream_list(res, "requests", function(emit)
+    local n = 0
+    each_entry(function(e)
+      if limit and n >= limit then return false end
+      if keep(e) then
+        n = n + 1
+        return emit(show(e))
+      end
+    end)
+    return function(total)
+      return (',"meta":{"total":%d},"requestJournalDisabled":%s}'):format(total, tostring(disabled))
+    end
+  end)
 end
 
 function find_stub(self, id)
-  local _, all = current(self)
-  for _, s in ipairs(all) do if s.id == id then return s end end
+  current(self)
+  return self.by_id[id]
 end
 
-local function requests_json(list, key)
-  local text = cjson.encode({ [key] = list, meta = { total = #list }, requestJournalDisabled = false })
-  if #list == 0 then text = text:gsub('"' .. key .. '":{}', '"' .. key .. '":[]') end
-  return text
-end
-
-local function compile_pattern(body)
+local function compile_pattern(self, body)
   local stub, err = model.normalize(model.from_wiremock({ request = body }))
   if stub == nil then return nil, err end
   return match.compile(stub.request)
 end
 
-local function reset_scenarios()
-  for _, key in ipairs(shared:keys(0)) do
-    if key:sub(1, #KEY_SCENARIO) == KEY_SCENARIO then shared:delete(key) end
+-- Keys of the state store that start with one of prefixes.
+local function state_keys(...)
+  local prefixes, found = { ... }, {}
+  for _, key in ipairs(state:keys(0)) do
+    for _, p in ipairs(prefixes) do
+      if starts_with(key, p) then
+        found[#found + 1] = key
+        break
+      end
+    end
   end
+  return found
+end
+
+local function delete_keys(keys)
+  for _, key in ipairs(keys) do state:delete(key) end
+end
+
+local function changed()
+  state:incr(KEY_VERSION)
+end
+
+local function no_room(res, what)
+  admin_error(res, 507, "Insufficient storage", what .. ": the mock's state store is full "
+    .. "(--mock-state-size sets its size); nothing was changed")
+end
+
+-- Stores an admin mapping under id, keeping its place when it replaces
+-- one. Returns true, or nil, the status to answer and why.
+local function put_mapping(id, mapping)
+  local text, err = cjson.encode(mapping)
+  if text == nil then return nil, 422, "the mapping cannot be stored: " .. tostring(err) end
+  local old = state:get(KEY_MAPPING .. id)
+  local seq = old and old:match("^(%d+)\n")
+  if seq == nil then
+    local n = state:incr(KEY_MAPPING_SEQ)
+    if n == nil then return nil, 507 end
+    seq = ("%d"):format(n)
+  end
+  if not state:set(KEY_MAPPING .. id, seq .. "\n" .. text) then return nil, 507 end
+  state:delete(KEY_REMOVED .. id)
+  changed()
+  return true
+end
+
+local function reset_mappings()
+  delete_keys(state_keys(KEY_MAPPING, KEY_REMOVED))
+  changed()
+end
+
+local function reset_scenarios()
+  delete_keys(state_keys(KEY_SCENARIO))
 end
 
 local function admin_routes(self)
-  local A = "/__admin"
-  self:get(A .. "/mappings", function(req, res)
-    res:header("Content-Type", "application/json")
-    res:send(mappings_json(self))
-  end)
-  self:post(A .. "/mappings", function(req, res)
+  local function admin(method, path, handler)
+    App.route(self, method, "/__admin" .. path, wrap(self, handler, true))
+  end
+  -- Adds (id nil) or replaces a mapping from the request's body.
+  local function save(req, res, id, status)
     local mapping, err = decode_body(req)
     if mapping == nil then return bad_request(res, err) end
     local ok
     ok, err = check_mapping(self, mapping)
-    if ok == nil then return bad_request(res, err) end
-    local id = mapping.id or mapping.uuid or model.uuid()
+    if ok == nil then return admin_error(res, 422, "Invalid stub mapping", err) end
+    id = id or mapping.id or mapping.uuid or model.uuid()
+    if type(id) ~= "string" or #id == 0 or #id > 200 then
+      return admin_error(res, 422, "Invalid stub mapping", "id: a string of 1 to 200 characters")
+    end
     mapping.id, mapping.uuid = id, id
-    local doc = admin_doc()
-    doc.added[id] = mapping
-    doc.order[#doc.order + 1] = id
-    save_admin(doc)
-    send_json(res, 201, mapping)
+    local code
+    ok, code, err = put_mapping(id, mapping)
+    if ok then return send_json(res, status, mapping) end
+    if code == 507 then return no_room(res, "mapping " .. id) end
+    admin_error(res, 422, "Invalid stub mapping", err)
+  end
+
+  admin("GET", "/mappings", function(req, res)
+    local _, all = current(self)
+    stream_list(res, "mappings", function(emit)
+      for _, s in ipairs(all) do
+        if not emit(model.to_wiremock(s)) then break end
+      end
+      return function(total) return (',"meta":{"total":%d}}'):format(total) end
+    end)
   end)
-  self:delete(A .. "/mappings", function(req, res)
-    local doc = admin_doc()
-    for _, s in ipairs(self.script_stubs) do doc.removed[s.id] = true end
-    doc.added, doc.order = {}, {}
-    save_admin(doc)
+  admin("POST", "/mappings", function(req, res) save(req, res, nil, 201) end)
+  admin("DELETE", "/mappings", function(req, res)
+    delete_keys(state_keys(KEY_MAPPING))
+    for _, s in ipairs(self.script_stubs) do
+      if not state:set(KEY_REMOVED .. s.id, true) then
+        changed()
+        return no_room(res, "removing stub " .. s.id)
+      end
+    end
+    changed()
     send_json(res, 200, {})
   end)
-  self:post(A .. "/mappings/reset", function(req, res)
-    shared:delete(KEY_ADMIN)
-    shared:incr(KEY_VERSION)
+  admin("POST", "/mappings/reset", function(req, res)
+    reset_mappings()
     send_json(res, 200, {})
   end)
-  self:get(A .. "/mappings/:id", function(req, res)
+  admin("GET", "/mappings/:id", function(req, res)
     local s = find_stub(self, req.params.id)
     if s == nil then return not_found(res, "Stub mapping") end
     send_json(res, 200, model.to_wiremock(s))
   end)
-  self:put(A .. "/mappings/:id", function(req, res)
+  admin("PUT", "/mappings/:id", function(req, res)
     local id = req.params.id
     if find_stub(self, id) == nil then return not_found(res, "Stub mapping") end
-    local mapping, err = decode_body(req)
-    if mapping == nil then return bad_request(res, err) end
-    local ok
-    ok, err = check_mapping(self, mapping)
-    if ok == nil then return bad_request(res, err) end
-    mapping.id, mapping.uuid = id, id
-    local doc = admin_doc()
-    if doc.added[id] == nil then doc.order[#doc.order + 1] = id end
-    doc.added[id] = mapping
-    save_admin(doc)
-    send_json(res, 200, mapping)
+    save(req, res, id, 200)
   end)
-  self:delete(A .. "/mappings/:id", function(req, res)
+  admin("DELETE", "/mappings/:id", function(req, res)
     local id = req.params.id
-    if find_stub(self, id) == nil then return not_found(res, "Stub mapping") end
-    local doc = admin_doc()
-    doc.added[id] = nil
-    for i, o in ipairs(doc.order) do
-      if o == id then table.remove(doc.order, i) break end
+    local stub = find_stub(self, id)
+    if stub == nil then return not_found(res, "Stub mapping") end
+    state:delete(KEY_MAPPING .. id)
+    for _, s in ipairs(self.script_stubs) do
+      if s.id == id and not state:set(KEY_REMOVED .. id, true) then
+        changed()
+        return no_room(res, "removing stub " .. id)
+      end
     end
-    doc.removed[id] = true
-    save_admin(doc)
+    changed()
     send_json(res, 200, {})
   end)
-  self:post(A .. "/reset", function(req, res)
-    shared:delete(KEY_ADMIN)
-    shared:incr(KEY_VERSION)
+  admin("POST", "/reset", function(req, res)
+    reset_mappings()
     clear_journal()
     reset_scenarios()
     send_json(res, 200, {})
   end)
-  self:get(A .. "/requests", function(req, res)
-    res:header("Content-Type", "application/json")
-    res:send(requests_json(journal(self), "requests"))
+  admin("GET", "/requests", function(req, res)
+    local unmatched = req:query("unmatched") == "true"
+    local limit = tonumber(req:query("limit"))
+    stream_requests(self, res, function(e) return not (unmatched and e.wasMatched) end,
+      function(e) return complete(self, e) end, limit)
   end)
-  self:delete(A .. "/requests", function(req, res)
+  admin("DELETE", "/requests", function(req, res)
     clear_journal()
     send_json(res, 200, {})
   end)
-  local function matching(req, res)
+  -- The journal entries a request pattern in the body matches, passed to
+  -- fn; nil when it answered 422 instead.
+  local function matching(req, res, fn)
     local pattern, err = decode_body(req)
     if pattern == nil then return nil, bad_request(res, err) end
     local c
-    c, err = compile_pattern(pattern)
+    c, err = compile_pattern(self, pattern)
     if c == nil then return nil, bad_request(res, err) end
-    local found = {}
-    for _, e in ipairs(journal(self)) do
-      if match.test(c, facts_of_logged(e.request)) then found[#found + 1] = e.request end
-    end
-    return found
+    return function(e) return match.test(c, facts_of_logged(e.request)) == true end
   end
-  self:post(A .. "/requests/count", function(req, res)
-    local found = matching(req, res)
-    if found then send_json(res, 200, { count = #found }) end
+  admin("POST", "/requests/count", function(req, res)
+    local test = matching(req, res)
+    if test == nil then return end
+    local n = 0
+    each_entry(function(e) if test(e) then n = n + 1 end end)
+    send_json(res, 200, { count = n, requestJournalDisabled = self.settings.journal_size == 0 })
   end)
-  self:post(A .. "/requests/find", function(req, res)
-    local found = matching(req, res)
-    if found then
-      res:header("Content-Type", "application/json")
-      res:send(requests_json(found, "requests"))
-    end
+  admin("POST", "/requests/find", function(req, res)
+    local test = matching(req, res)
+    if test == nil then return end
+    stream_requests(self, res, test, function(e) return complete(self, e).request end)
   end)
-  self:get(A .. "/requests/unmatched", function(req, res)
-    local list = {}
-    for _, e in ipairs(journal(self)) do
-      if not e.wasMatched then list[#list + 1] = e.request end
-    end
-    res:header("Content-Type", "application/json")
-    res:send(requests_json(list, "requests"))
+  admin("GET", "/requests/unmatched", function(req, res)
+    stream_requests(self, res, function(e) return not e.wasMatched end,
+      function(e) return complete(self, e).request end)
   end)
-  self:get(A .. "/scenarios", function(req, res)
+  admin("GET", "/scenarios", function(req, res)
     local _, all = current(self)
     local by_name, names = {}, {}
     for _, s in ipairs(all) do
@@ -711,7 +1102,7 @@ local function admin_routes(self)
     if #list == 0 then text = '{"scenarios":[]}' end
     res:send(text)
   end)
-  self:post(A .. "/scenarios/reset", function(req, res)
+  admin("POST", "/scenarios/reset", function(req, res)
     reset_scenarios()
     send_json(res, 200, {})
   end)
@@ -728,9 +1119,14 @@ function mock.app()
   local self = moonport.app()
   setmetatable(self, MockApp)
   self.settings = core.mock_settings()
+  self.admin_hosts = admin_hosts(self.settings)
   self.script_stubs = {}
   self.script_id = 0x6d6f636b -- "mock": ids of script stubs are the same in every worker
   self.files_dir = (self.settings.dir or ".") .. "/__files"
+  -- The counters exist from the start, so that moving them never needs
+  -- room the state store might not have.
+  for _, key in ipairs({ KEY_VERSION, KEY_MAPPING_SEQ, KEY_SEQ }) do state:add(key, 0) end
+  state:add(KEY_JOURNAL_FIRST, 1)
   admin_routes(self)
   local function handler(req, res) return serve(self, req, res) end
   for _, m in ipairs(METHODS) do self:route(m, "/*path", handler) end
@@ -741,9 +1137,12 @@ end
 -- mapping per file, or {"mappings": [...]}), bodies from DIR/__files (also
 -- served as they are to a GET no stub matches), and DIR/*.lua stub scripts
 -- (each returns a function(app) or a list of stubs). Every file read is
--- watched for hot reload. Returns the app.
+-- watched for hot reload. A directory that is not there, or a mapping that
+-- cannot be served as written, raises naming the file. Returns the app.
 -- @usage app:load_dir("wiremock")
 function MockApp:load_dir(dir)
+  local top, err = core.dir_list(dir)
+  if top == nil then error("cannot load the mock directory " .. err, 0) end
   self.files_dir = dir .. "/__files"
   self.serve_files = true
   core.track_file(dir .. "/")
@@ -757,8 +1156,8 @@ function MockApp:load_dir(dir)
         walk(full)
       elseif e.name:match("%.json$") then
         local text = read_file(full)
-        local doc, err = cjson.decode(text or "")
-        if type(doc) ~= "table" then error(full .. ": not JSON: " .. tostring(err), 0) end
+        local doc, derr = cjson.decode(text or "")
+        if type(doc) ~= "table" then error(full .. ": not JSON: " .. tostring(derr), 0) end
         core.track_file(full)
         if doc.mappings ~= nil then
           for i, m in ipairs(doc.mappings) do self:stub_wiremock(m, full .. " mapping " .. i) end
@@ -769,7 +1168,7 @@ function MockApp:load_dir(dir)
     end
   end
   walk(dir .. "/mappings")
-  for _, e in ipairs(core.dir_list(dir) or {}) do
+  for _, e in ipairs(top) do
     if not e.dir and e.name:match("%.lua$") then
       local result = dofile(dir .. "/" .. e.name)
       if type(result) == "function" then

@@ -4,11 +4,20 @@
 --
 --     local match = require("moonport.mock.match")
 --     local compiled = assert(match.compile(stub.request))
---     local ok, why = match.test(compiled, facts)
+--     local ok, err = match.test(compiled, facts)
+--     local distance, why = match.near(compiled, facts)
 --
 -- `facts` describes one request: { method, url (path and query), path,
--- query = {name = {values}}, headers = function(name) -> value or nil,
--- cookies = {name = value}, body = string }.
+-- query = {name = {values}}, header = function(name) -> value or nil,
+-- cookies = function() -> {name = value}, body = function() -> string }.
+-- Matching writes into it too: `path_params` (a template's parameters)
+-- and `memo`, what each stub tested against it gave, so that the report
+-- of the closest stubs runs no check a second time.
+--
+-- A check is true (matched), false (did not), or nil and a message when it
+-- could not decide: a regular expression given up at PCRE2's limits. Such
+-- a stub is an error for that request, never "did not match" (which would
+-- turn doesNotMatch around).
 --
 -- @module moonport.mock.match
 
@@ -26,77 +35,152 @@ local match = {}
 
 local null = cjson.null
 
+-- Distances -----------------------------------------------------------------
+
+-- How far apart two strings are, from 0 (equal) to 1: the Levenshtein
+-- distance over the longer length, as WireMock's equalTo reports it. Long
+-- strings are compared by the prefix and suffix they share instead, which
+-- is linear.
+local function distance(a, b)
+  if a == b then return 0 end
+  local la, lb = #a, #b
+  local longer = la > lb and la or lb
+  if la == 0 or lb == 0 then return 1 end
+  if la * lb > 65536 then
+    local p = 0
+    while p < la and p < lb and byte(a, p + 1) == byte(b, p + 1) do p = p + 1 end
+    local q = 0
+    while q < la - p and q < lb - p and byte(a, la - q) == byte(b, lb - q) do q = q + 1 end
+    return 1 - (p + q) / longer
+  end
+  local prev, cur = {}, {}
+  for j = 0, lb do prev[j] = j end
+  for i = 1, la do
+    cur[0] = i
+    local ca = byte(a, i)
+    for j = 1, lb do
+      local cost = ca == byte(b, j) and 0 or 1
+      local v = prev[j - 1] + cost
+      if prev[j] + 1 < v then v = prev[j] + 1 end
+      if cur[j - 1] + 1 < v then v = cur[j - 1] + 1 end
+      cur[j] = v
+    end
+    prev, cur = cur, prev
+  end
+  return prev[lb] / longer
+end
+match.distance = distance
+
+-- How far subject is from matching re: the part of it past the longest
+-- start re matches or could match, over its length.
+local function regex_distance(re, subject)
+  local n = re:prefix(subject)
+  if n == nil or #subject == 0 then return 1 end
+  return 1 - n / #subject
+end
+
 -- String matchers ---------------------------------------------------------
 
--- Compiles a matcher table into a function(value) -> ok, why, distance.
--- value is a string, or nil when absent. A value that is there but
--- differs is nearer (distance 0.5) than one that is missing (1).
+-- Compiles a matcher table into { test = function(v) -> ok[, err],
+-- explain = function(v) -> why, distance }: v is a string, or nil when
+-- absent; explain says why a value test refused and how far it was: a
+-- value that is there but differs is nearer (0.5; for equalTo, half its
+-- edit distance) than one that is missing (1).
 local function string_matcher(m, what)
   if type(m) ~= "table" then m = { equal_to = tostring(m) } end
   local all, any = m["and"], m["or"]
   if all ~= nil or any ~= nil then
     -- WireMock's logical matchers: {and = {m1, m2}}, {or = {m1, m2}}.
-    local fns = {}
+    local subs = {}
     for i, sub_m in ipairs(all or any) do
-      local fn, err = string_matcher(sub_m, what)
-      if fn == nil then return nil, err end
-      fns[i] = fn
+      local sm, err = string_matcher(sub_m, what)
+      if sm == nil then return nil, err end
+      subs[i] = sm
     end
-    return function(v)
-      local why, dist
-      for _, fn in ipairs(fns) do
-        local ok, w, d = fn(v)
-        if ok and any then return true end
-        if not ok then
-          if all then return false, w, d end
-          why, dist = w, d
+    return {
+      test = function(v)
+        local err
+        for i = 1, #subs do
+          local ok, e = subs[i].test(v)
+          if ok == nil then err = err or e
+          elseif ok and any then return true
+          elseif not ok and all then return false end
         end
-      end
-      if all then return true end
-      return false, why, dist
-    end
+        if err then return nil, err end
+        return all ~= nil
+      end,
+      explain = function(v)
+        return ("%s %s does not satisfy the %s matcher"):format(what,
+          v and ("%q"):format(v) or "(absent)", all and "and" or "or"), v and 0.5 or 1
+      end,
+    }
   end
   local ci = m.case_insensitive == true
   if m.absent ~= nil then
     local want = m.absent == true
-    return function(v)
-      if (v == nil) == want then return true end
-      return false, what .. (want and " is present" or " is absent")
-    end
+    return {
+      test = function(v) return (v == nil) == want end,
+      explain = function() return what .. (want and " is present" or " is absent"), 1 end,
+    }
   end
   local re_src = m.matches or m.does_not_match
   if re_src ~= nil then
     local re, err = core.regex(tostring(re_src), ci)
     if re == nil then return nil, what .. ": bad regular expression: " .. err end
     local negate = m.does_not_match ~= nil
-    return function(v)
-      -- Only `absent` matches an absent value, doesNotMatch included.
-      if v == nil then return false, what .. " is absent" end
-      if re:match(v) ~= negate then return true end
-      return false, ("%s %q %s /%s/"):format(what, v, negate and "matches" or "does not match", re_src), 0.5
-    end
+    return {
+      test = function(v)
+        -- Only `absent` matches an absent value, doesNotMatch included.
+        if v == nil then return false end
+        local ok, e = re:match(v)
+        if ok == nil then return nil, ("%s: /%s/ %s"):format(what, re_src, e) end
+        return ok ~= negate
+      end,
+      explain = function(v)
+        if v == nil then return what .. " is absent", 1 end
+        return ("%s %q %s /%s/"):format(what, v, negate and "matches" or "does not match", re_src), 0.5
+      end,
+    }
   end
   if m.equal_to ~= nil then
     local want = tostring(m.equal_to)
     if ci then want = lower(want) end
-    return function(v)
-      if v ~= nil and (ci and lower(v) or v) == want then return true end
-      return false, ("%s is %s, not %q"):format(what, v and ("%q"):format(v) or "absent", m.equal_to),
-        v and 0.5 or 1
-    end
+    return {
+      test = function(v) return v ~= nil and (ci and lower(v) or v) == want end,
+      explain = function(v)
+        return ("%s is %s, not %q"):format(what, v and ("%q"):format(v) or "absent", m.equal_to),
+          v and 0.5 * distance(ci and lower(v) or v, want) or 1
+      end,
+    }
   end
   if m.contains ~= nil then
     local want = tostring(m.contains)
     if ci then want = lower(want) end
-    return function(v)
-      if v ~= nil and find(ci and lower(v) or v, want, 1, true) then return true end
-      return false, ("%s %s does not contain %q"):format(what, v and ("%q"):format(v) or "(absent)", m.contains),
-        v and 0.5 or 1
-    end
+    return {
+      test = function(v) return v ~= nil and find(ci and lower(v) or v, want, 1, true) ~= nil end,
+      explain = function(v)
+        return ("%s %s does not contain %q"):format(what, v and ("%q"):format(v) or "(absent)", m.contains),
+          v and 0.5 or 1
+      end,
+    }
   end
   return nil, what .. ": no matcher I know (equalTo, contains, matches, doesNotMatch, absent)"
 end
 match.string_matcher = string_matcher
+
+-- True when sm takes any of values (each passed through conv, when
+-- given); nil and the first message when none does and one of them could
+-- not be decided; false otherwise.
+local function any_value(sm, values, conv)
+  local err
+  for _, v in ipairs(values) do
+    local ok, e = sm.test(conv and conv(v) or v)
+    if ok then return true end
+    if ok == nil then err = err or e end
+  end
+  if err then return nil, err end
+  return false
+end
 
 -- JSON --------------------------------------------------------------------
 
@@ -166,6 +250,14 @@ local function json_text(v)
   return tostring(v)
 end
 
+-- "body is not JSON" (distance 1) for a body that is not.
+local function explain_json(what)
+  return function(body)
+    if body == nil or cjson.decode(body) == nil then return "body is not JSON", 1 end
+    return what, 0.5
+  end
+end
+
 -- Body matchers: the string ones, plus equalToJson and matchesJsonPath.
 local function body_matcher(m)
   if type(m) ~= "table" then return nil, "a body pattern is a table" end
@@ -178,12 +270,13 @@ local function body_matcher(m)
     end
     local opts = { ignore_array_order = m.ignore_array_order == true,
                    ignore_extra_elements = m.ignore_extra_elements == true }
-    return function(body)
-      local actual = body and cjson.decode(body)
-      if actual == nil then return false, "body is not JSON" end
-      if json_equal(expected, actual, opts) then return true end
-      return false, "body is not equal to the expected JSON"
-    end
+    return {
+      test = function(body)
+        local actual = body and cjson.decode(body)
+        return actual ~= nil and json_equal(expected, actual, opts)
+      end,
+      explain = explain_json("body is not equal to the expected JSON"),
+    }
   end
   local jp = m.matches_json_path
   if jp ~= nil then
@@ -201,27 +294,27 @@ local function body_matcher(m)
     if type(expr) ~= "string" then return nil, "matchesJsonPath needs an expression" end
     local compiled, err = jsonpath.compile(expr)
     if compiled == nil then return nil, "matchesJsonPath: " .. err end
-    return function(body)
-      local doc = body and cjson.decode(body)
-      if doc == nil then return false, "body is not JSON" end
-      local found = jsonpath.query(doc, compiled)
-      if found == nil or #found == 0 then return false, "nothing at " .. expr end
-      if sub_m == nil then return true end
-      local why
-      for _, v in ipairs(found) do
-        local ok, w = sub_m(json_text(v))
-        if ok then return true end
-        why = w
-      end
-      return false, why
-    end
+    return {
+      test = function(body)
+        local doc = body and cjson.decode(body)
+        if doc == nil then return false end
+        local found = jsonpath.query(doc, compiled)
+        if found == nil or #found == 0 then return false end
+        if sub_m == nil then return true end
+        return any_value(sub_m, found, json_text)
+      end,
+      explain = explain_json(sub_m and ("no value at %s satisfies the matcher"):format(expr)
+        or "nothing at " .. expr),
+    }
   end
   return string_matcher(m, "body")
 end
 
 -- URLs ------------------------------------------------------------------
 
--- "/users/{id}/posts/{post}" → a function(path) -> params or nil.
+-- "/users/{id}/posts/{post}" → a function(path) -> params or nil, and a
+-- function(path) -> how far path is from fitting (the part past its
+-- leading segments that fit, over its length).
 local function path_template(tpl)
   local parts = {}
   for seg in tpl:gmatch("[^/]+") do
@@ -229,7 +322,7 @@ local function path_template(tpl)
     parts[#parts + 1] = name and { name = name } or { literal = seg }
   end
   local trailing = sub(tpl, -1) == "/"
-  return function(path)
+  local function fit(path)
     local params, i = {}, 0
     for seg in path:gmatch("[^/]+") do
       i = i + 1
@@ -240,6 +333,17 @@ local function path_template(tpl)
     if i ~= #parts or (trailing ~= (sub(path, -1) == "/") and #path > 1) then return nil end
     return params
   end
+  local function far(path)
+    local covered, i = 0, 0
+    for seg, to in path:gmatch("/([^/]*)()") do
+      i = i + 1
+      local p = parts[i]
+      if p == nil or (p.literal and p.literal ~= seg) or seg == "" then break end
+      covered = to - 1
+    end
+    return #path > 0 and 1 - covered / #path or 1
+  end
+  return fit, far
 end
 match.path_template = path_template
 
@@ -266,130 +370,230 @@ local function literal_prefix(req)
   return "/" .. concat(segs, "/")
 end
 
+-- How much each part of a request weighs in the distance of a near miss,
+-- as WireMock weighs them: the URL most, then the method, then each group
+-- of the rest (the mean of its checks).
+local WEIGHT_URL, WEIGHT_METHOD = 10, 3
+
+-- A query parameter check: true when any of the parameter's values does.
+local function query_check(name, sm)
+  return {
+    test = function(f)
+      local values = f.query[name]
+      if values == nil then return sm.test(nil) end
+      return any_value(sm, values)
+    end,
+    explain = function(f)
+      local values = f.query[name]
+      return sm.explain(values and values[#values])
+    end,
+  }
+end
+
 --- Compiles a stub's request pattern. Returns a compiled pattern, or nil and
 -- what is wrong (a bad regular expression, an unknown matcher).
 function match.compile(req)
-  local c = { method = (req.method or "ANY"):upper(), checks = {}, weights = {},
-              prefix = literal_prefix(req) }
-  local checks, weights = c.checks, c.weights
-  -- A URL that differs puts a stub further from a request than any
-  -- parameter, header or body that differs (for the report of the closest).
-  local function add(fn, weight)
-    checks[#checks + 1] = fn
-    weights[#checks] = weight or 1
+  local c = { method = (req.method or "ANY"):upper(), checks = {}, prefix = literal_prefix(req) }
+  local checks = c.checks
+  -- group: "url", or the part whose checks are averaged ("query",
+  -- "header", "cookie", "body").
+  local function add(check, group)
+    check.group = group
+    checks[#checks + 1] = check
   end
   local err
   if req.url ~= nil then
     c.literal = tostring(req.url):match("^[^?]*")
     local want = tostring(req.url)
-    add(function(f) return f.url == want, ("URL is %s, not %s"):format(f.url, want) end, 10)
+    add({ test = function(f) return f.url == want end,
+          explain = function(f) return ("URL is %s, not %s"):format(f.url, want), distance(f.url, want) end },
+        "url")
   elseif req.url_path ~= nil then
     c.literal = tostring(req.url_path)
     local want = c.literal
-    add(function(f) return f.path == want, ("path is %s, not %s"):format(f.path, want) end, 10)
+    add({ test = function(f) return f.path == want end,
+          explain = function(f) return ("path is %s, not %s"):format(f.path, want), distance(f.path, want) end },
+        "url")
   elseif req.url_pattern ~= nil or req.url_path_pattern ~= nil then
     local src = tostring(req.url_pattern or req.url_path_pattern)
     local re, e = core.regex(src, false)
     if re == nil then return nil, "bad URL pattern /" .. src .. "/: " .. e end
     local whole = req.url_pattern ~= nil
-    add(function(f)
-      local v = whole and f.url or f.path
-      return re:match(v), ("%s %s does not match /%s/"):format(whole and "URL" or "path", v, src)
-    end, 10)
+    local what = whole and "URL" or "path"
+    add({
+      test = function(f)
+        local ok, why = re:match(whole and f.url or f.path)
+        if ok == nil then return nil, ("%s pattern /%s/ %s"):format(what, src, why) end
+        return ok
+      end,
+      explain = function(f)
+        local v = whole and f.url or f.path
+        return ("%s %s does not match /%s/"):format(what, v, src), regex_distance(re, v)
+      end,
+    }, "url")
   elseif req.url_path_template ~= nil then
     local tpl = tostring(req.url_path_template)
-    local test = path_template(tpl)
+    local fit, far = path_template(tpl)
     local params = {}
     for name, m in pairs(req.path_parameters or {}) do
-      local fn, e = string_matcher(m, "path parameter " .. name)
-      if fn == nil then return nil, e end
-      params[name] = fn
+      local sm, e = string_matcher(m, "path parameter " .. name)
+      if sm == nil then return nil, e end
+      params[name] = sm
     end
-    add(function(f)
-      local got = test(f.path)
-      if got == nil then return false, ("path %s does not fit %s"):format(f.path, tpl) end
-      for name, fn in pairs(params) do
-        local ok, why = fn(got[name])
-        if not ok then return false, why end
-      end
-      f.path_params = got
-      return true
-    end, 10)
+    add({
+      test = function(f)
+        local got = fit(f.path)
+        if got == nil then return false end
+        for name, sm in pairs(params) do
+          local ok, e = sm.test(got[name])
+          if not ok then return ok, e end
+        end
+        f.path_params = got
+        return true
+      end,
+      explain = function(f)
+        local got = fit(f.path)
+        if got == nil then return ("path %s does not fit %s"):format(f.path, tpl), far(f.path) end
+        for name, sm in pairs(params) do
+          if not sm.test(got[name]) then
+            local why, d = sm.explain(got[name])
+            return why, d * 0.5
+          end
+        end
+        return ("path %s does not fit %s"):format(f.path, tpl), 1
+      end,
+    }, "url")
   end
   for name, m in pairs(req.query_parameters or {}) do
-    local fn
-    fn, err = string_matcher(m, "query parameter " .. name)
-    if fn == nil then return nil, err end
-    add(function(f)
-      local values = f.query[name]
-      if values == nil then return fn(nil) end
-      local why, dist
-      for _, v in ipairs(values) do
-        local ok, w, d = fn(v)
-        if ok then return true end
-        why, dist = w, d
-      end
-      return false, why, dist
-    end)
+    local sm
+    sm, err = string_matcher(m, "query parameter " .. name)
+    if sm == nil then return nil, err end
+    add(query_check(name, sm), "query")
   end
   for name, m in pairs(req.headers or {}) do
-    local fn
-    fn, err = string_matcher(m, "header " .. name)
-    if fn == nil then return nil, err end
-    add(function(f) return fn(f.header(name)) end)
+    local sm
+    sm, err = string_matcher(m, "header " .. name)
+    if sm == nil then return nil, err end
+    add({ test = function(f) return sm.test(f.header(name)) end,
+          explain = function(f) return sm.explain(f.header(name)) end }, "header")
   end
   for name, m in pairs(req.cookies or {}) do
-    local fn
-    fn, err = string_matcher(m, "cookie " .. name)
-    if fn == nil then return nil, err end
-    add(function(f) return fn(f.cookies()[name]) end)
+    local sm
+    sm, err = string_matcher(m, "cookie " .. name)
+    if sm == nil then return nil, err end
+    add({ test = function(f) return sm.test(f.cookies()[name]) end,
+          explain = function(f) return sm.explain(f.cookies()[name]) end }, "cookie")
   end
   if req.basic_auth ~= nil then
-    local want = "Basic " .. model.base64_encode(tostring(req.basic_auth.username or "")
-      .. ":" .. tostring(req.basic_auth.password or ""))
-    add(function(f)
-      local got = f.header("authorization")
-      if got == want then return true end
-      -- Compare decoded, so that padding or case in "basic" do not matter.
-      local enc = got and got:match("^[Bb][Aa][Ss][Ii][Cc]%s+(%S+)$")
-      local dec = enc and model.base64_decode(enc)
-      if dec == tostring(req.basic_auth.username or "") .. ":" .. tostring(req.basic_auth.password or "") then
-        return true
-      end
-      return false, "basic auth credentials differ"
-    end)
+    local user_pass = tostring(req.basic_auth.username or "") .. ":" .. tostring(req.basic_auth.password or "")
+    local want = "Basic " .. model.base64_encode(user_pass)
+    add({
+      test = function(f)
+        local got = f.header("authorization")
+        if got == want then return true end
+        -- Compare decoded, so that padding or case in "basic" do not matter.
+        local enc = got and got:match("^[Bb][Aa][Ss][Ii][Cc]%s+(%S+)$")
+        return enc ~= nil and model.base64_decode(enc) == user_pass
+      end,
+      explain = function(f)
+        return "basic auth credentials differ", f.header("authorization") and 0.5 or 1
+      end,
+    }, "header")
   end
   for i, m in ipairs(req.body_patterns or {}) do
-    local fn
-    fn, err = body_matcher(m)
-    if fn == nil then return nil, "body pattern " .. i .. ": " .. err end
-    add(function(f) return fn(f.body()) end)
+    local bm
+    bm, err = body_matcher(m)
+    if bm == nil then return nil, "body pattern " .. i .. ": " .. err end
+    add({ test = function(f) return bm.test(f.body()) end,
+          explain = function(f) return bm.explain(f.body()) end }, "body")
   end
   return c
 end
 
---- Tests facts against a compiled pattern. Returns true, or false, the
--- reasons it failed (a list) and how far the request is from the pattern
--- (a differing URL counts 10, a method 5, anything else 1). With `all`,
--- every check runs (for the report of the closest stubs).
-function match.test(c, facts, all)
-  local why, failed = nil, 0
-  if c.method ~= "ANY" and c.method ~= facts.method then
-    if not all then return false end
-    why = { ("method is %s, not %s"):format(facts.method, c.method) }
-    failed = 5
+-- What a stub tested against facts gave, for match.near: the index of the
+-- check that failed (0: the method differed), {at = index, err = message}
+-- when that check could not decide, or true when every check passed
+-- (recorded only for a stub then turned down for its scenario state: a
+-- request that matches needs no report).
+local function remember(facts, c, result)
+  local memo = facts.memo
+  if memo == nil then
+    memo = {}
+    facts.memo = memo
   end
-  for i, check in ipairs(c.checks) do
-    local ok, w, d = check(facts)
+  memo[c] = result
+end
+
+--- Tests facts against a compiled pattern: true; false; or nil and a
+-- message when a check could not decide (a regular expression given up at
+-- its limits). Stops at the first check that fails.
+-- @usage if match.test(stub.compiled, facts) then ... end
+function match.test(c, facts)
+  if c.method ~= "ANY" and c.method ~= facts.method then
+    remember(facts, c, 0)
+    return false
+  end
+  local checks = c.checks
+  for i = 1, #checks do
+    local ok, err = checks[i].test(facts)
     if not ok then
-      if not all then return false end
-      why = why or {}
-      why[#why + 1] = w
-      failed = failed + c.weights[i] * (d or 1)
+      remember(facts, c, ok == nil and { at = i, err = err } or i)
+      return ok, err
     end
   end
-  if failed == 0 then return true end
-  return false, why, failed
+  return true
+end
+
+--- How far facts are from matching a compiled pattern, as WireMock ranks
+-- near misses: the URL's distance (0 to 1) weighted 10, the method's 3,
+-- and the mean distance of each other part (query, headers, cookies,
+-- body) 1; a check that could not decide counts as failed. Returns the
+-- distance (0 when it matches) and the reasons it did not (a list).
+-- Checks match.test already ran on these facts are not run again.
+-- @usage local d, why = match.near(stub.compiled, facts)
+function match.near(c, facts)
+  local known = facts.memo and facts.memo[c]
+  -- Checks before `upto` are known to have passed.
+  local upto = known == true and math.huge or type(known) == "table" and known.at or known or 0
+  local why = {}
+  local total = 0
+  if c.method ~= "ANY" and c.method ~= facts.method then
+    why[1] = ("method is %s, not %s"):format(facts.method, c.method)
+    total = WEIGHT_METHOD
+  end
+  local sums, counts = {}, {}
+  for i, check in ipairs(c.checks) do
+    local ok, err
+    if i < upto then
+      ok = true
+    elseif i == upto then
+      if type(known) == "table" then
+        ok, err = nil, known.err
+      else
+        ok = false
+      end
+    else
+      ok, err = check.test(facts)
+    end
+    local d = 0
+    if ok == nil then
+      why[#why + 1] = err
+      d = 1
+    elseif not ok then
+      local w
+      w, d = check.explain(facts)
+      why[#why + 1] = w
+    end
+    local g = check.group
+    if g == "url" then
+      total = total + WEIGHT_URL * d
+    else
+      sums[g] = (sums[g] or 0) + d
+      counts[g] = (counts[g] or 0) + 1
+    end
+  end
+  for g, sum in pairs(sums) do total = total + sum / counts[g] end
+  return total, why
 end
 
 -- The index ---------------------------------------------------------------
@@ -441,7 +645,8 @@ function match.index(stubs)
 end
 
 -- The lists a request's stubs may be on, and where each one's next stub is.
--- Matching does not yield, so one set serves every call.
+-- Matching does not yield (the caller reads the body before it matches), so
+-- one set serves every call.
 local lists, heads, nlists = {}, {}, 0
 
 local function add_list(list)
@@ -454,8 +659,9 @@ end
 --- The first stub, best first, whose pattern matches facts and which
 -- accept(stub) takes (a scenario state check), or nil. Walks the few
 -- lists the index gives for the request together, in priority order,
--- without sorting or allocating.
-function match.find(idx, facts, accept)
+-- without sorting; it allocates only facts.memo, once a stub fails. A stub whose check could not decide is
+-- passed over, with on_error(stub, message) told when given.
+function match.find(idx, facts, accept, on_error)
   nlists = 0
   local path = facts.path
   local m = idx.literal[facts.method]
@@ -484,8 +690,12 @@ function match.find(idx, facts, accept)
     end
     if best == nil then return nil end
     heads[bi] = heads[bi] + 1
-    if match.test(best.compiled, facts) and (accept == nil or accept(best)) then
-      return best
+    local ok, err = match.test(best.compiled, facts)
+    if ok then
+      if accept == nil or accept(best) then return best end
+      remember(facts, best.compiled, true)
+    elseif ok == nil and on_error ~= nil then
+      on_error(best, err)
     end
   end
 end

@@ -8,11 +8,14 @@
 -- (`.[n]` for the nth repeat), `request.headers.<name>` (case-insensitive;
 -- `request.headers.[Content-Type]` too), `request.method`, `request.body`,
 -- `request.baseUrl`, and the helpers `jsonPath`, `now` and `randomValue`.
--- Indexes are 0-based. Anything unknown renders as the empty string,
--- including block helpers (`{{#if}}`, `{{/if}}`): their tags vanish and
--- their contents are always rendered. `{{! comment }}` and
+-- Indexes are 0-based. A request field that is not there renders as the
+-- empty string. What this subset does not implement does not compile, so
+-- that it is refused when a stub is loaded rather than served wrong: block
+-- helpers and their tags (`{{#if}}`, `{{else}}`, `{{/if}}`), inverted
+-- sections, partials, any helper other than the three above, and values
+-- other than `request.*` (`{{parameters.x}}`). `{{! comment }}` and
 -- `{{!-- comment --}}` render nothing; `~` trims the whitespace beside a
--- tag, as in Handlebars.
+-- tag, as in Handlebars; `{{&x}}` is `{{x}}`.
 --
 -- No HTML escaping is ever applied: `{{x}}` and `{{{x}}}` render alike, as
 -- WireMock does for JSON bodies. A literal `\{{` is not supported; every
@@ -186,8 +189,16 @@ end
 
 local HELPERS = { jsonPath = true, now = true, randomValue = true }
 
+local SUPPORTED = "request.*, jsonPath, now and randomValue"
+
 -- Turns the text between the braces into a node, or returns nil, err.
 local function parse_expr(body)
+  local lead = match(body, "^%s*(%S)")
+  if lead == "#" or lead == "/" or lead == "^" or lead == ">" then
+    return nil, "block helpers, sections and partials are not supported (only "
+      .. SUPPORTED .. ")"
+  end
+  if lead == "&" then body = gsub(body, "^%s*&", "", 1) end
   local tokens, hash = tokenize(body)
   if not tokens then return nil, hash end
   local first = tokens[1]
@@ -206,7 +217,13 @@ local function parse_expr(body)
     end
     return node
   end
-  if #tokens > 1 or next(hash) then return { k = "none" } end
+  if first.segs[1] ~= "request" then
+    return nil, "'" .. concat(first.segs, ".") .. "' is not a helper or value this "
+      .. "server knows (only " .. SUPPORTED .. ")"
+  end
+  if #tokens > 1 or next(hash) then
+    return nil, "'" .. concat(first.segs, ".") .. "' takes no arguments"
+  end
   return { k = "path", segs = first.segs }
 end
 
@@ -576,8 +593,10 @@ end
 
 --- Compiles a template; compiled templates are cached by their text.
 -- @tparam string text the template
--- @return a compiled template, or `nil, err` when a `{{` is never closed
--- or an expression cannot be read (a quote left open, a bad JSONPath)
+-- @return a compiled template, or `nil, err` when a `{{` is never closed,
+-- an expression cannot be read (a quote left open, a bad JSONPath) or
+-- uses what this subset does not implement (a block helper, an unknown
+-- helper)
 -- @usage local t = assert(template.compile('{"path": "{{request.path}}"}'))
 function template.compile(text)
   if type(text) ~= "string" then error("template must be a string", 2) end
