@@ -27,6 +27,7 @@
 
 #include "alloc.h"
 #include "log.h"
+#include "lua_json.h"
 #include "request.h"
 #include "router.h"
 
@@ -231,6 +232,7 @@ mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen) {
   lua_setallocf(vm->L, mp_lua_alloc, &vm->heap);
   vm->heap.limit = w->cfg->request_memory_limit;
   luaL_openlibs(vm->L);
+  mp_lua_json_preload(vm->L);
   set_path(vm->L, app);
   if (load_app(vm, app, err, errlen) != 0) goto err;
   return vm;
