@@ -19,7 +19,8 @@
 
 local moonport = require("moonport")
 local core = require("moonport.core")
-local cjson = require("cjson.safe")
+local json = require("moonport.json")
+local json_encode, json_decode = json.encode, json.decode
 local model = require("moonport.mock.model")
 local match = require("moonport.mock.match")
 local template = require("moonport.mock.template")
@@ -43,6 +44,10 @@ local KEY_JOURNAL_FIRST = "mock:journal:first" -- the first entry kept
 local KEY_SCENARIO = "mock:scenario:" -- .. name: its state
 
 local METHODS = { "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS" }
+-- Mappings are decoded keeping numbers as written, so that a jsonBody is
+-- served and listed as it came (2.0 stays 2.0); model.from_wiremock turns
+-- the numbers of our own fields into plain ones.
+local MAPPING = { literals = true }
 local JOURNAL_BODY_MAX = 64 * 1024
 
 local App = core.App
@@ -65,7 +70,7 @@ end
 local function current(self)
   local version = shared:get(KEY_VERSION) or 0
   if version == self.version then return self.index, self.all end
-  local doc = cjson.decode(shared:get(KEY_ADMIN) or "{}") or {}
+  local doc = json_decode(shared:get(KEY_ADMIN) or "{}", MAPPING) or {}
   local removed, added = doc.removed or {}, doc.added or {}
   local all = {}
   for _, s in ipairs(self.script_stubs) do
@@ -91,18 +96,15 @@ local function current(self)
 end
 
 local function admin_doc()
-  local doc = cjson.decode(shared:get(KEY_ADMIN) or "{}") or {}
+  local doc = json_decode(shared:get(KEY_ADMIN) or "{}", MAPPING) or {}
   doc.added = doc.added or {}
   doc.removed = doc.removed or {}
-  doc.order = doc.order or {}
+  doc.order = doc.order or json.array()
   return doc
 end
 
 local function save_admin(doc)
-  -- cjson writes an empty table as {}; "order" must stay an array.
-  local text = cjson.encode(doc)
-  if #doc.order == 0 then text = text:gsub('"order":{}', '"order":[]') end
-  shared:set(KEY_ADMIN, text)
+  shared:set(KEY_ADMIN, json_encode(doc))
   shared:incr(KEY_VERSION)
 end
 
@@ -131,7 +133,7 @@ end
 -- @usage app:stub_wiremock(io.open("mapping.json"):read("*a"))
 function MockApp:stub_wiremock(mapping, where)
   if type(mapping) == "string" then
-    local decoded, err = cjson.decode(mapping)
+    local decoded, err = json_decode(mapping, MAPPING)
     if decoded == nil then error((where or "mapping") .. ": not JSON: " .. tostring(err), 2) end
     mapping = decoded
   end
@@ -263,9 +265,7 @@ local function log_request(self, req, facts, stub, status)
     wasMatched = stub ~= nil,
     stubId = stub and stub.id,
   }
-  local text = cjson.encode(entry)
-  if text == nil then return end
-  shared:set(KEY_JOURNAL .. n, text)
+  shared:set(KEY_JOURNAL .. n, json_encode(entry))
   if n > size then
     shared:delete(KEY_JOURNAL .. (n - size))
     shared:set(KEY_JOURNAL_FIRST, n - size + 1)
@@ -281,7 +281,7 @@ local function journal(self)
   local out = {}
   for n = last, first, -1 do
     local text = shared:get(KEY_JOURNAL .. n)
-    local e = text and cjson.decode(text)
+    local e = text and json_decode(text)
     if e then
       e.request.bodyAsBase64 = model.base64_encode(e.request.body or "")
       local stub = e.stubId and find_stub(self, e.stubId)
@@ -380,7 +380,7 @@ local function respond(self, stub, req, res, facts)
   end
   local body
   if r.json_body ~= nil then
-    body = cjson.encode(r.json_body) or "null"
+    body = json_encode(r.json_body)
   elseif r.base64_body ~= nil then
     body = model.base64_decode(tostring(r.base64_body)) or ""
   elseif r.body_file_name ~= nil then
@@ -512,7 +512,7 @@ end
 
 local function send_json(res, status, value)
   res:status(status):header("Content-Type", "application/json")
-  res:send(cjson.encode(value) or "null")
+  res:send(json_encode(value))
 end
 
 local function not_found(res, what)
@@ -524,7 +524,7 @@ local function bad_request(res, detail)
 end
 
 local function decode_body(req)
-  local v, err = cjson.decode(req:body() or "")
+  local v, err = json_decode(req:body() or "", MAPPING)
   if type(v) ~= "table" then return nil, tostring(err or "expected a JSON object") end
   return v
 end
@@ -542,9 +542,7 @@ local function mappings_json(self)
   local _, all = current(self)
   local list = {}
   for i, s in ipairs(all) do list[i] = model.to_wiremock(s) end
-  local text = cjson.encode({ mappings = list, meta = { total = #list } })
-  if #list == 0 then text = text:gsub('"mappings":{}', '"mappings":[]') end
-  return text
+  return json_encode({ mappings = json.array(list), meta = { total = #list } })
 end
 
 function find_stub(self, id)
@@ -553,9 +551,8 @@ function find_stub(self, id)
 end
 
 local function requests_json(list, key)
-  local text = cjson.encode({ [key] = list, meta = { total = #list }, requestJournalDisabled = false })
-  if #list == 0 then text = text:gsub('"' .. key .. '":{}', '"' .. key .. '":[]') end
-  return text
+  return json_encode({ [key] = json.array(list), meta = { total = #list },
+                       requestJournalDisabled = false })
 end
 
 local function compile_pattern(body)
@@ -593,7 +590,7 @@ local function admin_routes(self)
   self:delete(A .. "/mappings", function(req, res)
     local doc = admin_doc()
     for _, s in ipairs(self.script_stubs) do doc.removed[s.id] = true end
-    doc.added, doc.order = {}, {}
+    doc.added, doc.order = {}, json.array()
     save_admin(doc)
     send_json(res, 200, {})
   end)
@@ -707,9 +704,7 @@ local function admin_routes(self)
       list[i] = by_name[name]
     end
     res:header("Content-Type", "application/json")
-    local text = cjson.encode({ scenarios = list })
-    if #list == 0 then text = '{"scenarios":[]}' end
-    res:send(text)
+    res:send(json_encode({ scenarios = json.array(list) }))
   end)
   self:post(A .. "/scenarios/reset", function(req, res)
     reset_scenarios()
@@ -757,7 +752,7 @@ function MockApp:load_dir(dir)
         walk(full)
       elseif e.name:match("%.json$") then
         local text = read_file(full)
-        local doc, err = cjson.decode(text or "")
+        local doc, err = json_decode(text or "", MAPPING)
         if type(doc) ~= "table" then error(full .. ": not JSON: " .. tostring(err), 0) end
         core.track_file(full)
         if doc.mappings ~= nil then

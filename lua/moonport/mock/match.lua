@@ -13,7 +13,7 @@
 -- @module moonport.mock.match
 
 local core = require("moonport.core")
-local cjson = require("cjson.safe")
+local json = require("moonport.json")
 local jsonpath = require("moonport.mock.jsonpath")
 local model = require("moonport.mock.model")
 
@@ -24,7 +24,7 @@ local concat, sort = table.concat, table.sort
 
 local match = {}
 
-local null = cjson.null
+local null = json.null
 
 -- String matchers ---------------------------------------------------------
 
@@ -162,7 +162,7 @@ local function json_text(v)
     return tostring(v)
   end
   if v == null then return "null" end
-  if type(v) == "table" then return cjson.encode(v) end
+  if type(v) == "table" then return json.encode(v) end
   return tostring(v)
 end
 
@@ -172,14 +172,19 @@ local function body_matcher(m)
   if m.equal_to_json ~= nil then
     local expected = m.equal_to_json
     if type(expected) == "string" then
-      local v, err = cjson.decode(expected)
+      local v, err = json.decode(expected)
       if v == nil then return nil, "equalToJson: not JSON: " .. tostring(err) end
       expected = v
+    elseif type(expected) == "table" then
+      -- A mapping's literal numbers, as plain numbers to compare.
+      local ok, text = pcall(json.encode, expected)
+      if not ok then return nil, "equalToJson: " .. tostring(text) end
+      expected = json.decode(text)
     end
     local opts = { ignore_array_order = m.ignore_array_order == true,
                    ignore_extra_elements = m.ignore_extra_elements == true }
     return function(body)
-      local actual = body and cjson.decode(body)
+      local actual = body and json.decode(body)
       if actual == nil then return false, "body is not JSON" end
       if json_equal(expected, actual, opts) then return true end
       return false, "body is not equal to the expected JSON"
@@ -202,7 +207,7 @@ local function body_matcher(m)
     local compiled, err = jsonpath.compile(expr)
     if compiled == nil then return nil, "matchesJsonPath: " .. err end
     return function(body)
-      local doc = body and cjson.decode(body)
+      local doc = body and json.decode(body)
       if doc == nil then return false, "body is not JSON" end
       local found = jsonpath.query(doc, compiled)
       if found == nil or #found == 0 then return false, "nothing at " .. expr end
