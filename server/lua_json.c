@@ -202,9 +202,73 @@ static size_t format_int(char *out, int64_t v) {
   return len;
 }
 
+/* Writes d, a non-integer with 1e-4 <= |d| < 1e15, in the fewest fraction
+ * digits whose decimal reads back as d (correctly rounded, so the same
+ * text as printf's %.15g, %.16g or %.17g, whichever is the first to read
+ * back), with exact integer arithmetic instead of printf and strtod.
+ * Returns the length, or 0 to leave d to the printf path. out holds 32
+ * bytes.
+ *
+ * d is M * 2^-S exactly (S > 0, as d is no integer; S <= 67 in this
+ * range). With k fraction digits, the nearest decimal is D * 10^-k with D
+ * = M * 10^k / 2^S rounded half to even, and it reads back as d when it
+ * lies strictly inside d's rounding interval: |D * 2^S - M * 10^k| <
+ * 10^k / 2, or 10^k / 4 below d when M is a power of two (the gap below is
+ * half as wide). A decimal exactly on the boundary is taken as not reading
+ * back, which can only cost a digit. 17 significant digits always read
+ * back, so the loop ends by then; every product stays under 2^125. */
+static size_t format_fixed(char *out, double d) {
+  uint64_t bits;
+  memcpy(&bits, &d, sizeof bits);
+  int neg = (int)(bits >> 63);
+  int exp = (int)((bits >> 52) & 0x7FF);
+  uint64_t m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
+  int shift = 1075 - exp;
+  if (exp == 0 || shift <= 0 || shift > 67) return 0;
+  unsigned __int128 half = (unsigned __int128)1 << (shift - 1);
+  unsigned __int128 mask = ((unsigned __int128)1 << shift) - 1;
+  unsigned __int128 p = 1, n = m; /* 10^k and M * 10^k */
+  for (int k = 1; k <= 21; k++) {
+    p *= 10;
+    n *= 10;
+    unsigned __int128 q = n >> shift, r = n & mask;
+    if (r > half || (r == half && (q & 1))) q++;
+    unsigned __int128 at = q << shift;
+    unsigned __int128 diff = at > n ? at - n : n - at;
+    int below = at < n && m == (UINT64_C(1) << 52);
+    if ((below ? 4 * diff : 2 * diff) >= p) continue;
+    /* q has at most 17 digits: write them with the point k from the end. */
+    char digits[24];
+    int nd = 0;
+    uint64_t v = (uint64_t)q;
+    do {
+      digits[nd++] = (char)('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    size_t len = 0;
+    if (neg) out[len++] = '-';
+    if (nd <= k) {
+      out[len++] = '0';
+      out[len++] = '.';
+      for (int i = nd; i < k; i++) out[len++] = '0';
+    }
+    for (int i = nd - 1; i >= 0; i--) {
+      out[len++] = digits[i];
+      if (i == k && nd > k) out[len++] = '.';
+    }
+    return len;
+  }
+  return 0;
+}
+
 /* Writes d (finite) in the fewest of 15, 16 or 17 significant digits that
  * read back as d; returns the length. out holds 32 bytes. */
 static size_t format_double(char *out, double d) {
+  double a = fabs(d);
+  if (a >= 1e-4 && a < 1e15) {
+    size_t n = format_fixed(out, d);
+    if (n > 0) return n;
+  }
   locale_t c = c_locale();
   locale_t old = c ? uselocale(c) : (locale_t)0;
   int n = 0;
@@ -356,14 +420,16 @@ static int has_marker(lua_State *L, int idx, int uv) {
 
 static void encode_value(enc *e, int idx);
 
-/* [-0, +0, v] Writes the table at idx as an object: string keys as they
- * are, integer keys as their digits. */
-static void encode_object(enc *e, int idx, level *lv) {
+/* [-(0|2), +0, v] Writes the table at idx as an object: string keys as
+ * they are, integer keys as their digits. With `started`, lua_next has
+ * pushed the first key and value already. */
+static void encode_object(enc *e, int idx, level *lv, int started) {
   lua_State *L = e->j.L;
   int first = 1;
   put_char(&e->j, '{');
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
+  if (!started) lua_pushnil(L);
+  while (started || lua_next(L, idx)) {
+    started = 0;
     int key = lua_gettop(L) - 1;
     if (!first) put_char(&e->j, ',');
     first = 0;
@@ -443,13 +509,12 @@ static void encode_table(enc *e, int idx) {
       e->depth--;
       return;
     }
-    int string_key = lua_type(L, -2) == LUA_TSTRING;
-    lua_pop(L, 2);
-    if (string_key) {
-      encode_object(e, idx, lv);
+    if (lua_type(L, -2) == LUA_TSTRING) {
+      encode_object(e, idx, lv, 1);
       e->depth--;
       return;
     }
+    lua_pop(L, 2);
   }
 
   /* An array if every key is a positive integer. */
@@ -474,7 +539,7 @@ static void encode_table(enc *e, int idx) {
         return;
       }
       lua_pop(L, 1);
-      encode_object(e, idx, lv);
+      encode_object(e, idx, lv, 0);
       e->depth--;
       return;
     }
