@@ -213,10 +213,11 @@ static size_t format_int(char *out, int64_t v) {
  * range). With k fraction digits, the nearest decimal is D * 10^-k with D
  * = M * 10^k / 2^S rounded half to even, and it reads back as d when it
  * lies strictly inside d's rounding interval: |D * 2^S - M * 10^k| <
- * 10^k / 2, or 10^k / 4 below d when M is a power of two (the gap below is
- * half as wide). A decimal exactly on the boundary is taken as not reading
- * back, which can only cost a digit. 17 significant digits always read
- * back, so the loop ends by then; every product stays under 2^125. */
+ * 10^k / 2. (The interval is narrower below a power of two, but here those
+ * are 2^-1 to 2^-13, which are written exactly.) A decimal exactly on the
+ * boundary is taken as not reading back, which can only cost a digit. 17
+ * significant digits always read back, so the loop ends by then; every
+ * product stays under 2^125. */
 static size_t format_fixed(char *out, double d) {
   uint64_t bits;
   memcpy(&bits, &d, sizeof bits);
@@ -235,8 +236,7 @@ static size_t format_fixed(char *out, double d) {
     if (r > half || (r == half && (q & 1))) q++;
     unsigned __int128 at = q << shift;
     unsigned __int128 diff = at > n ? at - n : n - at;
-    int below = at < n && m == (UINT64_C(1) << 52);
-    if ((below ? 4 * diff : 2 * diff) >= p) continue;
+    if (2 * diff >= p) continue;
     /* q has at most 17 digits: write them with the point k from the end. */
     char digits[24];
     int nd = 0;

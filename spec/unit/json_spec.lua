@@ -74,10 +74,38 @@ describe("moonport.json", function()
         [8.95] = "8.95", [2.5e-7] = "2.5e-07", [1e300] = "1e+300", [5e-324] = "4.94065645841247e-324",
         [2 ^ 53 + 2] = "9007199254740994", [1e21] = "1e+21", [-1.5] = "-1.5",
         [0.1 + 0.2] = "0.30000000000000004",
+        -- An exact tie at 16 digits goes to the even digit, as printf does.
+        [87039080554206.125] = "87039080554206.12", [87039080554206.375] = "87039080554206.38",
       }
       for n, text in pairs(cases) do
         assert.equal(text, encode(n))
         assert.equal(n, decode(text))
+      end
+    end)
+
+    it("writes 200,000 doubles in as few digits as %.15g/%.16g/%.17g, each reading back", function()
+      -- The shortest of those that reads back, by string.format (LuaJIT's
+      -- own formatter, which may round an exact tie the other way: the
+      -- digit count is what must agree).
+      local function shortest(x)
+        if x % 1 == 0 and math.abs(x) <= 2 ^ 53 then return ("%d"):format(x) end
+        for p = 15, 17 do
+          local s = ("%." .. p .. "g"):format(x)
+          if p == 17 or tonumber(s) == x then return s end
+        end
+      end
+      math.randomseed(42)
+      local function check(x)
+        local text = encode(x)
+        if tonumber(text) ~= x or #text ~= #shortest(x) then
+          error(("%.17g written as %s, want %s"):format(x, text, shortest(x)))
+        end
+      end
+      for i = 1, 20000 do
+        check(i / 7); check(i * 0.01); check(i + 0.95); check(math.random())
+        check(-math.random() * 1e14); check(math.random() * 10 ^ math.random(-4, 14))
+        check(math.random() * 10 ^ math.random(-300, 300)); check(2 ^ -(i % 60) * 3)
+        check(1 - 2 ^ -(i % 53)); check((2 ^ (i % 60)) * (1 + 2 ^ -52))
       end
     end)
 
