@@ -77,7 +77,9 @@ describe("scripts/api.lua", function()
 
     it("writes ids up to 2^53 - 1 exactly", function()
       local _, _, body = helpers.request(port, "GET", "/users/9007199254740991")
-      assert.equal('{"id":9007199254740991,"name":"user-9007199254740991"}', body)
+      -- Keys come in table order, which is not fixed.
+      local id, name = '"id":9007199254740991', '"name":"user-9007199254740991"'
+      assert.truthy(body == "{" .. id .. "," .. name .. "}" or body == "{" .. name .. "," .. id .. "}", body)
     end)
 
     for _, bad in ipairs({ "abc", "-1", "1.5", "4x", "9007199254740992" }) do
