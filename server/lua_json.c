@@ -899,28 +899,43 @@ static int parse_string(dec *d) {
 
 static int parse_value(dec *d);
 
-/* [-0, +(0|1), m] Enters an object or array at d->p: depth and stack. */
-static int enter(dec *d) {
+/* Enters the object or array whose opening bracket is at d->p, closed by
+ * `close`: checks depth and stack room. Returns 1 when it is empty (and
+ * now left), 0 when an item follows, -1 on failure. */
+static int enter(dec *d, char close) {
   if (++d->depth > MAX_DEPTH)
     return fail(d, d->p, "nested more than 1000 deep", 0);
   if (!lua_checkstack(d->j.L, 4))
     return fail(d, d->p, "nested too deep for the Lua stack", 0);
+  d->p = skip_space(d->p + 1, d->end);
+  if (d->p == d->end || *d->p != close) return 0;
   d->p++;
+  d->depth--;
+  return 1;
+}
+
+/* After an item: 1 when a comma (another item) follows, 0 at `close` (the
+ * object or array is left), -1 otherwise. */
+static int next_item(dec *d, char close, const char *expected) {
+  d->p = skip_space(d->p, d->end);
+  if (d->p < d->end && *d->p == ',') {
+    d->p++;
+    return 1;
+  }
+  if (d->p == d->end || *d->p != close) return fail(d, d->p, expected, 1);
+  d->p++;
+  d->depth--;
   return 0;
 }
 
 /* [-0, +(0|1), m] */
 static int parse_object(dec *d) {
   lua_State *L = d->j.L;
-  if (enter(d) != 0) return -1;
+  int rc = enter(d, '}');
+  if (rc < 0) return -1;
   lua_newtable(L);
-  d->p = skip_space(d->p, d->end);
-  if (d->p < d->end && *d->p == '}') {
-    d->p++;
-    d->depth--;
-    return 0;
-  }
-  for (;;) {
+  if (rc == 1) return 0;
+  do {
     d->p = skip_space(d->p, d->end);
     if (d->p == d->end || *d->p != '"') return fail(d, d->p, "expected a string key", 1);
     if (parse_string(d) != 0) return -1;
@@ -929,46 +944,25 @@ static int parse_object(dec *d) {
     d->p++;
     if (parse_value(d) != 0) return -1;
     lua_rawset(L, -3);
-    d->p = skip_space(d->p, d->end);
-    if (d->p < d->end && *d->p == ',') {
-      d->p++;
-      continue;
-    }
-    if (d->p < d->end && *d->p == '}') break;
-    return fail(d, d->p, "expected ',' or '}'", 1);
-  }
-  d->p++;
-  d->depth--;
-  return 0;
+  } while ((rc = next_item(d, '}', "expected ',' or '}'")) > 0);
+  return rc;
 }
 
 /* [-0, +(0|1), m] An array, marked with array_mt. */
 static int parse_array(dec *d) {
   lua_State *L = d->j.L;
-  if (enter(d) != 0) return -1;
+  int rc = enter(d, ']');
+  if (rc < 0) return -1;
   lua_newtable(L);
   lua_pushvalue(L, UPVALUE(UV_ARRAY_MT));
   lua_setmetatable(L, -2);
-  d->p = skip_space(d->p, d->end);
-  if (d->p < d->end && *d->p == ']') {
-    d->p++;
-    d->depth--;
-    return 0;
-  }
-  for (int n = 1;; n++) {
+  if (rc == 1) return 0;
+  int n = 0;
+  do {
     if (parse_value(d) != 0) return -1;
-    lua_rawseti(L, -2, n);
-    d->p = skip_space(d->p, d->end);
-    if (d->p < d->end && *d->p == ',') {
-      d->p++;
-      continue;
-    }
-    if (d->p < d->end && *d->p == ']') break;
-    return fail(d, d->p, "expected ',' or ']'", 1);
-  }
-  d->p++;
-  d->depth--;
-  return 0;
+    lua_rawseti(L, -2, ++n);
+  } while ((rc = next_item(d, ']', "expected ',' or ']'")) > 0);
+  return rc;
 }
 
 static int keyword(dec *d, const char *word, size_t n) {

@@ -4,6 +4,7 @@
 -- LUA_CPATH='build/lua/?.so;;' busted --lua=luajit spec/unit/json_spec.lua
 package.cpath = "build/lua/?.so;" .. package.cpath
 local json = require("moonport.json")
+local json_object_text = require("spec.helpers").json_object_text
 
 local encode, decode = json.encode, json.decode
 
@@ -12,27 +13,6 @@ local function raised(fn, ...)
   local ok, err = pcall(fn, ...)
   assert(not ok, "expected an error")
   return tostring(err)
-end
-
--- Whether text is `{` members `}` in some order: objects come out in the
--- table's order, which Lua does not define.
-local function object_text(members, text)
-  local function perms(list, n, out)
-    if n <= 1 then
-      out[#out + 1] = "{" .. table.concat(list, ",") .. "}"
-      return out
-    end
-    for i = 1, n do
-      list[i], list[n] = list[n], list[i]
-      perms(list, n - 1, out)
-      list[i], list[n] = list[n], list[i]
-    end
-    return out
-  end
-  for _, candidate in ipairs(perms({ unpack(members) }, #members, {})) do
-    if candidate == text then return true end
-  end
-  return false
 end
 
 local function nested(depth, leaf)
@@ -160,8 +140,8 @@ describe("moonport.json", function()
     end)
 
     it("writes a table with other keys as an object, integer keys as strings", function()
-      assert.is_true(object_text({ '"1":"a"', '"x":1' }, encode({ "a", x = 1 })))
-      assert.is_true(object_text({ '"-3":true', '"0":false' }, encode({ [0] = false, [-3] = true })))
+      assert.is_true(json_object_text({ '"1":"a"', '"x":1' }, encode({ "a", x = 1 })))
+      assert.is_true(json_object_text({ '"-3":true', '"0":false' }, encode({ [0] = false, [-3] = true })))
     end)
 
     it("raises on keys that are neither strings nor integers", function()
@@ -224,7 +204,7 @@ describe("moonport.json", function()
       assert.equal("{}", encode(v.b))
       v.c[1], v.c[2] = nil, nil
       assert.equal("[]", encode(v.c))
-      assert.is_true(object_text({ '"a":[]', '"b":{}', '"c":[]' }, encode(v)))
+      assert.is_true(json_object_text({ '"a":[]', '"b":{}', '"c":[]' }, encode(v)))
     end)
 
     it("gives an object emptied of its keys back as {}", function()
