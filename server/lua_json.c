@@ -617,8 +617,8 @@ static void encode_value(enc *e, int idx) {
   encode_error(e, tmp);
 }
 
-/* [-1, +1, v] Encodes the value at 1 into the call's buffer; returns the
- * encoder, whose job still holds the buffer. */
+/* [-(0|n), +(0|1), v] Encodes argument 1, the only one kept, into the
+ * call's buffer, which e's job still holds afterwards. */
 static void encode_into(lua_State *L, enc *e) {
   luaL_checkany(L, 1);
   lua_settop(L, 1);

@@ -1,8 +1,7 @@
 -- moonport.json (server/lua_json.c), loaded from the test build's
--- build/lua/moonport/json.so: the same source the server preloads. CTest
--- puts that directory on LUA_CPATH; by hand, run
--- LUA_CPATH='build/lua/?.so;;' busted --lua=luajit spec/unit/json_spec.lua
-package.cpath = "build/lua/?.so;" .. package.cpath
+-- lua/moonport/json.so: the same source the server preloads. CTest puts
+-- its build's lua/ on LUA_CPATH; without it, build/lua/ is tried first.
+if not os.getenv("LUA_CPATH") then package.cpath = "build/lua/?.so;" .. package.cpath end
 local json = require("moonport.json")
 local json_object_text = require("spec.helpers").json_object_text
 

@@ -6,7 +6,7 @@
 --
 --     local model = require("moonport.mock.model")
 --     local stub = model.from_wiremock(json.decode(text, { literals = true }))
---     local json = model.to_wiremock(stub)
+--     local mapping = model.to_wiremock(stub)
 --
 -- @module moonport.mock.model
 
