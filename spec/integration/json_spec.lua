@@ -68,6 +68,18 @@ describe("moonport.json in handlers", function()
     assert.matches("res:json: cannot encode a function at value.list%[2%]", body)
   end)
 
+  it("makes no Lua string for a res:json body", function()
+    local bytes, size
+    for _ = 1, 5 do
+      local _, body, headers = get(port, "/large")
+      size = #body
+      bytes = tonumber((headers["x-moonport-alloc"] or ""):match("^(%d+) "))
+    end
+    assert.is_true(size > 25000, size)
+    assert.truthy(bytes, "no X-Moonport-Alloc")
+    assert.is_true(bytes < 1024, ("%d Lua bytes for a %d-byte body"):format(bytes, size))
+  end)
+
   it("keeps JSON as cheap after a decode that the memory limit stopped", function()
     local function lua_bytes()
       local _, _, headers = get(port, "/small")
