@@ -4,9 +4,9 @@ local moonport = require("moonport")
 
 local app = moonport.app()
 
--- lua-cjson writes numbers with 14 significant digits, so larger integers
--- would come back rounded: ids stay below 10^14.
-local MAX_ID = 1e14 - 1
+-- Ids are integers a double holds exactly, and moonport.json writes them
+-- so; from 2^53 on, different ids would read as the same number.
+local MAX_ID = 2^53 - 1
 local MAX_BLOB = 64 * 1024 * 1024
 local PATTERN = "abcdefghij"
 -- Large bodies go out in pieces of one prebuilt chunk, a whole number of
@@ -28,7 +28,7 @@ app:get("/users/:id", function(req, res)
     return bad(res, 400, "id must be a non-negative integer")
   end
   if id > MAX_ID then
-    return bad(res, 400, "id must be at most 99999999999999")
+    return bad(res, 400, "id must be at most 9007199254740991")
   end
   res:json({ id = id, name = "user-" .. string.format("%d", id) })
 end)

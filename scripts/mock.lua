@@ -7,7 +7,7 @@
 --   curl localhost:8080/__admin/requests      # what the front end sent
 local moonport = require("moonport")
 local mock = require("moonport.mock")
-local cjson = require("cjson.safe")
+local json = moonport.json
 
 local shared = moonport.shared
 local app = mock.app()
@@ -18,11 +18,11 @@ local function user_key(id) return "user:" .. id end
 
 local function get_user(id)
   local text = shared:get(user_key(id))
-  return text and cjson.decode(text)
+  return text and json.decode(text)
 end
 
 local function put_user(user)
-  shared:set(user_key(user.id), cjson.encode(user))
+  shared:set(user_key(user.id), json.encode(user))
 end
 
 -- Two users to start with; add() leaves them alone when a worker or a
@@ -33,7 +33,7 @@ if shared:add("users:next", 2) then
 end
 
 local function bad_user(body)
-  local user = cjson.decode(body or "")
+  local user = json.decode(body or "")
   if type(user) ~= "table" or type(user.name) ~= "string" or user.name == "" then
     return nil, "a user needs a name"
   end
@@ -49,8 +49,7 @@ app:stub{
       if id then users[#users + 1] = get_user(id) end
     end
     table.sort(users, function(a, b) return a.id < b.id end)
-    res:header("Content-Type", "application/json")
-    res:send(#users == 0 and "[]" or cjson.encode(users))
+    res:json(json.array(users))
   end,
 }
 
@@ -122,9 +121,7 @@ app:stub{
 local S = "checkout"
 app:stub{ request = { method = "GET", url_path = "/api/cart" },
           scenario = { name = S, required_state = "Started" },
-          -- (lua-cjson 2.1 writes an empty table as {}: the body says [].)
-          response = { headers = { ["Content-Type"] = "application/json" },
-                       body = '{"items": []}' } }
+          response = { json_body = { items = json.empty_array } } }
 app:stub{ request = { method = "POST", url_path = "/api/cart/items" },
           scenario = { name = S, required_state = "Started", new_state = "has-items" },
           response = { status = 201, json_body = { items = { { sku = "{{jsonPath request.body '$.sku'}}" } } } } }

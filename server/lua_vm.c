@@ -27,6 +27,7 @@
 
 #include "alloc.h"
 #include "log.h"
+#include "lua_json.h"
 #include "request.h"
 #include "router.h"
 
@@ -243,6 +244,7 @@ mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen) {
   vm->heap.exceeded = &load_exceeded;
   vm->heap.limit = w->cfg->load_memory_limit;
   luaL_openlibs(vm->L);
+  mp_lua_json_preload(vm->L);
   set_path(vm->L, app);
   int rc = load_app(vm, app, err, errlen);
   vm->heap.charge = NULL;

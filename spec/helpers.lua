@@ -757,6 +757,28 @@ function helpers.json(body)
   return v
 end
 
+--- Whether `text` is the JSON object made of `members` (each a
+-- '"key":value' text) in some order: objects are written in table order,
+-- which Lua does not fix. Returns true, or false and why.
+function helpers.json_object_text(members, text)
+  local function orders(list, n, out)
+    if n <= 1 then
+      out[#out + 1] = "{" .. table.concat(list, ",") .. "}"
+      return out
+    end
+    for i = 1, n do
+      list[i], list[n] = list[n], list[i]
+      orders(list, n - 1, out)
+      list[i], list[n] = list[n], list[i]
+    end
+    return out
+  end
+  for _, candidate in ipairs(orders({ unpack(members) }, #members, {})) do
+    if candidate == text then return true end
+  end
+  return false, ("%s is not {%s} in any order"):format(tostring(text), table.concat(members, ","))
+end
+
 --- Checks that `resp` carries a JSON error body: {"error": "<string>"}.
 -- Returns the message.
 function helpers.json_error(resp)

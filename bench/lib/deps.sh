@@ -1,7 +1,7 @@
 # Installing what the benchmark needs and building moonport. Sourced.
 
-BENCH_PACKAGES=(wrk nginx-light libnginx-mod-http-lua lua-resty-core nodejs
-  python3-fastapi python3-uvicorn gnuplot-nox curl)
+BENCH_PACKAGES=(wrk nginx-light libnginx-mod-http-lua lua-resty-core lua-cjson
+  nodejs python3-fastapi python3-uvicorn gnuplot-nox curl)
 
 # install_deps: apt-get install whatever is missing; nothing when all is
 # there, so a rerun goes straight to the build.

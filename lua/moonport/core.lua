@@ -16,7 +16,11 @@
 -- @module moonport.core
 
 local ffi = require("ffi")
-local cjson = require("cjson")
+local json = require("moonport.json")
+-- json._encode_buffer is json.encode for res:json: the text stays in
+-- moonport.json's buffer, which res:json copies into the response, so no
+-- Lua string is made for it.
+local json_decode, json_encode_buffer = json.decode, json._encode_buffer
 
 local C = ffi.C
 local type, tostring, error = type, tostring, error
@@ -453,12 +457,14 @@ function req_methods.trailers(self)
   return fields
 end
 
---- The body decoded as JSON; nil and a message when it is not JSON.
+--- The body decoded as JSON (moonport.json: arrays carry the array
+-- marker, null is json.null); nil and "invalid JSON: <what> at byte N"
+-- when it is not JSON.
 -- @usage local doc, err = req:json()
 function req_methods.json(self)
   check_self(self, "req:json")
-  local ok, value = pcall(cjson.decode, self:body())
-  if not ok then return nil, "invalid JSON: " .. tostring(value) end
+  local value, err = json_decode(self:body())
+  if value == nil then return nil, "invalid JSON: " .. err end
   return value
 end
 
@@ -520,13 +526,14 @@ function Res:send(body)
   return self
 end
 
---- Sends value encoded as JSON (application/json); returns res.
--- @usage res:json({ok = true})
+--- Sends value encoded as JSON by moonport.json (application/json);
+-- returns res. Raises for what JSON cannot hold (a function, a cycle, NaN).
+-- @usage res:json({ok = true, items = moonport.json.empty_array})
 function Res:json(value)
   check_self(self, "res:json")
-  local ok, body = pcall(cjson.encode, value)
-  if not ok then error("res:json: " .. tostring(body), 2) end
-  local rc = mp_res_send(self, body, #body, 1)
+  local ok, body, len = pcall(json_encode_buffer, value)
+  if not ok then error("res:json: " .. tostring(body):gsub("^.-json%.encode: ", ""), 2) end
+  local rc = mp_res_send(self, body, len, 1)
   if rc ~= 0 then fail(rc, "res:json") end
   return self
 end

@@ -56,5 +56,6 @@ end
 moonport.sleep = core.sleep
 moonport.log = core.log
 moonport.shared = core.shared
+moonport.json = require("moonport.json")
 
 return moonport

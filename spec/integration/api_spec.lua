@@ -75,7 +75,13 @@ describe("scripts/api.lua", function()
       assert.same({ id = 0, name = "user-0" }, v)
     end)
 
-    for _, bad in ipairs({ "abc", "-1", "1.5", "4x" }) do
+    it("writes ids up to 2^53 - 1 exactly", function()
+      local _, _, body = helpers.request(port, "GET", "/users/9007199254740991")
+      assert.is_true(helpers.json_object_text(
+        { '"id":9007199254740991', '"name":"user-9007199254740991"' }, body))
+    end)
+
+    for _, bad in ipairs({ "abc", "-1", "1.5", "4x", "9007199254740992" }) do
       it("answers 400 with a JSON error for id " .. bad, function()
         local status, _, _, resp = helpers.request(port, "GET", "/users/" .. bad)
         assert.equal(400, status)

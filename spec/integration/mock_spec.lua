@@ -501,7 +501,7 @@ local function fetch_large(port, target)
 end
 
 describe("mock admin data", function()
-  it("refuses a mapping it cannot store (a number like 1e309) with 422, losing nothing", function()
+  it("refuses a number like 1e309 where it must use it, with 422, losing nothing", function()
     local server = helpers.start("spec/fixtures/mock.lua")
     finally(function() server:stop() end)
     local port = server.port
@@ -509,14 +509,23 @@ describe("mock admin data", function()
       '{"id":"11111111-2222-4333-8444-555555555555","request":{"url":"/first"},"response":{"body":"first"}}')))
     local total = select(2, json(port, "GET", "/__admin/mappings")).meta.total
     local status, doc, raw = json(port, "POST", "/__admin/mappings",
-      '{"request":{"url":"/inf"},"response":{"jsonBody":{"n":1e309}}}')
+      '{"request":{"url":"/inf"},"response":{"status":200,"fixedDelayMilliseconds":1e309}}')
     assert.equal(422, status, raw)
-    assert.truthy(doc.errors[1].detail:find("cannot be stored", 1, true), raw)
+    assert.truthy(doc.errors[1].detail:find("response.fixed_delay_milliseconds: not a finite number", 1, true), raw)
     assert.equal(422, (json(port, "PUT", "/__admin/mappings/11111111-2222-4333-8444-555555555555",
-      '{"request":{"url":"/first"},"response":{"jsonBody":[1e309]}}')))
+      '{"request":{"url":"/first"},"response":{"body":"second"},"priority":1e309}')))
     assert.equal("first", body_of(port, "GET", "/first"))
     assert.equal(404, select(2, body_of(port, "GET", "/inf")))
     assert.equal(total, select(2, json(port, "GET", "/__admin/mappings")).meta.total)
+  end)
+
+  it("serves a number like 1e309 in a jsonBody as written", function()
+    local server = helpers.start("spec/fixtures/mock.lua")
+    finally(function() server:stop() end)
+    local port = server.port
+    assert.equal(201, (json(port, "POST", "/__admin/mappings",
+      '{"request":{"url":"/huge"},"response":{"jsonBody":{"n":1e309}}}')))
+    assert.equal('{"n":1e309}', body_of(port, "GET", "/huge"))
   end)
 
   it("keeps admin mappings, scenario states and journal numbers whatever fills the journal and moonport.shared", function()

@@ -30,7 +30,8 @@
 
 local moonport = require("moonport")
 local core = require("moonport.core")
-local cjson = require("cjson.safe")
+local json = require("moonport.json")
+local json_encode, json_decode = json.encode, json.decode
 local model = require("moonport.mock.model")
 local match = require("moonport.mock.match")
 local template = require("moonport.mock.template")
@@ -61,6 +62,10 @@ local KEY_JOURNAL_FIRST = "journal:first" -- the first entry kept
 local KEY_ENTRY = "entry:"            -- .. n: one entry (JSON)
 
 local METHODS = { "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS" }
+-- Mappings are decoded keeping numbers as written, so that a jsonBody is
+-- served and listed as it came (2.0 stays 2.0); model.from_wiremock turns
+-- the numbers of our own fields into plain ones.
+local MAPPING = { literals = true }
 local JOURNAL_BODY_MAX = 64 * 1024
 local FILE_PIECE = 64 * 1024 -- files are sent in pieces this large
 local LIST_PIECE = 64 * 1024 -- and admin lists
@@ -135,7 +140,11 @@ local function check_response(stub)
     end
   end
   if templated(stub, r) then
-    if r.json_body ~= nil then texts[#texts + 1] = { "jsonBody", cjson.encode(r.json_body) or "" } end
+    if r.json_body ~= nil then
+      local ok, text = pcall(json_encode, r.json_body)
+      if not ok then return nil, "jsonBody: " .. text end
+      texts[#texts + 1] = { "jsonBody", text }
+    end
     if type(r.body) == "string" then texts[#texts + 1] = { "body", r.body } end
     if r.body_file_name ~= nil then texts[#texts + 1] = { "bodyFileName", tostring(r.body_file_name) } end
     for _, t in ipairs(texts) do
@@ -167,8 +176,8 @@ local function admin_state()
   for _, key in ipairs(state:keys(0)) do
     if starts_with(key, KEY_MAPPING) then
       local text = state:get(key)
-      local seq, json = (text or ""):match("^(%d+)\n(.*)$")
-      local mapping = json and cjson.decode(json)
+      local seq, doc = (text or ""):match("^(%d+)\n(.*)$")
+      local mapping = doc and json_decode(doc, MAPPING)
       if type(mapping) == "table" then
         added[#added + 1] = { id = key:sub(#KEY_MAPPING + 1), seq = tonumber(seq), mapping = mapping }
       end
@@ -236,7 +245,7 @@ end
 -- @usage app:stub_wiremock(io.open("mapping.json"):read("*a"))
 function MockApp:stub_wiremock(mapping, where)
   if type(mapping) == "string" then
-    local decoded, err = cjson.decode(mapping)
+    local decoded, err = json_decode(mapping, MAPPING)
     if decoded == nil then error((where or "mapping") .. ": not JSON: " .. tostring(err), 2) end
     mapping = decoded
   end
@@ -379,13 +388,12 @@ local function log_request(self, req, facts, stub, status)
     wasMatched = stub ~= nil,
     stubId = stub and stub.id,
   }
-  local text = cjson.encode(entry)
-  if text == nil then return end
+  local text = json_encode(entry)
   if not journal_store:set(KEY_ENTRY .. n, text) then
     -- Larger than the journal's largest block: keep the entry, not its
     -- headers and body.
     entry.request.headers, entry.request.body, entry.request.bodyTruncated = {}, "", true
-    journal_store:set(KEY_ENTRY .. n, cjson.encode(entry) or "{}")
+    journal_store:set(KEY_ENTRY .. n, json_encode(entry))
   end
   if n > size then
     journal_store:delete(KEY_ENTRY .. (n - size))
@@ -402,7 +410,7 @@ local function each_entry(fn)
   local first = state:get(KEY_JOURNAL_FIRST) or 1
   for n = last, first, -1 do
     local text = journal_store:get(KEY_ENTRY .. n)
-    local e = text and cjson.decode(text)
+    local e = text and json_decode(text)
     if e and fn(e) == false then return end
   end
 end
@@ -550,7 +558,7 @@ end
 local function body_of(self, r, ctx, json)
   local body
   if r.json_body ~= nil then
-    body = cjson.encode(r.json_body) or "null"
+    body = json_encode(r.json_body)
   elseif r.base64_body ~= nil then
     -- Bytes, never a template.
     return model.base64_decode(tostring(r.base64_body)) or "", json
@@ -672,7 +680,7 @@ end
 
 local function send_json(res, status, value)
   res:status(status):header("Content-Type", "application/json")
-  res:send(cjson.encode(value) or "null")
+  res:send(json_encode(value))
 end
 
 local function admin_error(res, status, title, detail)
@@ -836,7 +844,7 @@ local function bad_request(res, detail)
 end
 
 local function decode_body(req)
-  local v, err = cjson.decode(req:body() or "")
+  local v, err = json_decode(req:body() or "", MAPPING)
   if type(v) ~= "table" then return nil, tostring(err or "expected a JSON object") end
   return v
 end
@@ -857,8 +865,7 @@ local function stream_list(res, key, produce)
   res:status(200):header("Content-Type", "application/json")
   local buf, size, n = { '{"' .. key .. '":[' }, 0, 0
   local tail = produce(function(item)
-    local text = cjson.encode(item)
-    if text == nil then return true end
+    local text = json_encode(item)
     if n > 0 then buf[#buf + 1] = "," end
     buf[#buf + 1] = text
     size, n = size + #text, n + 1
@@ -933,8 +940,8 @@ end
 -- Stores an admin mapping under id, keeping its place when it replaces
 -- one. Returns true, or nil, the status to answer and why.
 local function put_mapping(id, mapping)
-  local text, err = cjson.encode(mapping)
-  if text == nil then return nil, 422, "the mapping cannot be stored: " .. tostring(err) end
+  local ok, text = pcall(json_encode, mapping)
+  if not ok then return nil, 422, "the mapping cannot be stored: " .. text end
   local old = state:get(KEY_MAPPING .. id)
   local seq = old and old:match("^(%d+)\n")
   if seq == nil then
@@ -1098,9 +1105,7 @@ local function admin_routes(self)
       list[i] = by_name[name]
     end
     res:header("Content-Type", "application/json")
-    local text = cjson.encode({ scenarios = list })
-    if #list == 0 then text = '{"scenarios":[]}' end
-    res:send(text)
+    res:send(json_encode({ scenarios = json.array(list) }))
   end)
   admin("POST", "/scenarios/reset", function(req, res)
     reset_scenarios()
@@ -1156,7 +1161,7 @@ function MockApp:load_dir(dir)
         walk(full)
       elseif e.name:match("%.json$") then
         local text = read_file(full)
-        local doc, derr = cjson.decode(text or "")
+        local doc, derr = json_decode(text or "", MAPPING)
         if type(doc) ~= "table" then error(full .. ": not JSON: " .. tostring(derr), 0) end
         core.track_file(full)
         if doc.mappings ~= nil then

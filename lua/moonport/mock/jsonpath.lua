@@ -1,11 +1,11 @@
 --- A JSONPath subset, as Jayway JsonPath (WireMock's engine) reads it.
 --
 --     local jsonpath = require("moonport.mock.jsonpath")
---     local doc = cjson.decode('{"pets":[{"type":"dog"},{"type":"cat"}]}')
+--     local doc = json.decode('{"pets":[{"type":"dog"},{"type":"cat"}]}')
 --     jsonpath.query(doc, "$.pets[?(@.type == 'cat')].type")  --> { "cat" }
 --
--- Documents are Lua values as lua-cjson decodes them: objects and arrays are
--- both tables, JSON null is `cjson.null`. A table whose keys are exactly
+-- Documents are Lua values as moonport.json decodes them: objects and arrays
+-- are both tables, JSON null is `json.null`. A table whose keys are exactly
 -- 1..n is an array, any other table an object; an empty table is both, and
 -- yields nothing to iterate.
 --
@@ -24,7 +24,7 @@
 -- strings (byte order).
 -- @module moonport.mock.jsonpath
 
-local cjson = require("cjson")
+local json = require("moonport.json")
 
 local type, pairs, next, error, pcall = type, pairs, next, error, pcall
 local setmetatable, getmetatable = setmetatable, getmetatable
@@ -32,7 +32,7 @@ local sub, find, match, format = string.sub, string.find, string.match, string.f
 local concat = table.concat
 local tonumber = tonumber
 
-local null = cjson.null
+local null = json.null
 
 local jsonpath = {}
 
@@ -482,12 +482,12 @@ end
 
 --- Every value in doc that a path matches.
 -- @param doc a decoded JSON value (tables, strings, numbers, booleans,
--- `cjson.null`)
+-- `json.null`)
 -- @param path a path string (compiled and cached) or a compiled path
 -- @treturn table an array of the matched values, possibly empty, in
 -- document order (object members in `pairs` order); or `nil, err` when the
 -- path does not compile
--- @usage local ages = jsonpath.query(cjson.decode(body), "$..age")
+-- @usage local ages = jsonpath.query(json.decode(body), "$..age")
 function jsonpath.query(doc, path)
   local compiled = path
   if type(path) == "string" then

@@ -22,7 +22,7 @@
 -- @module moonport.mock.match
 
 local core = require("moonport.core")
-local cjson = require("cjson.safe")
+local json = require("moonport.json")
 local jsonpath = require("moonport.mock.jsonpath")
 local model = require("moonport.mock.model")
 
@@ -33,7 +33,7 @@ local concat, sort = table.concat, table.sort
 
 local match = {}
 
-local null = cjson.null
+local null = json.null
 
 -- Distances -----------------------------------------------------------------
 
@@ -246,14 +246,14 @@ local function json_text(v)
     return tostring(v)
   end
   if v == null then return "null" end
-  if type(v) == "table" then return cjson.encode(v) end
+  if type(v) == "table" then return json.encode(v) end
   return tostring(v)
 end
 
 -- "body is not JSON" (distance 1) for a body that is not.
 local function explain_json(what)
   return function(body)
-    if body == nil or cjson.decode(body) == nil then return "body is not JSON", 1 end
+    if body == nil or json.decode(body) == nil then return "body is not JSON", 1 end
     return what, 0.5
   end
 end
@@ -264,15 +264,20 @@ local function body_matcher(m)
   if m.equal_to_json ~= nil then
     local expected = m.equal_to_json
     if type(expected) == "string" then
-      local v, err = cjson.decode(expected)
+      local v, err = json.decode(expected)
       if v == nil then return nil, "equalToJson: not JSON: " .. tostring(err) end
       expected = v
+    elseif type(expected) == "table" then
+      -- A mapping's literal numbers, as plain numbers to compare.
+      local ok, text = pcall(json.encode, expected)
+      if not ok then return nil, "equalToJson: " .. tostring(text) end
+      expected = json.decode(text)
     end
     local opts = { ignore_array_order = m.ignore_array_order == true,
                    ignore_extra_elements = m.ignore_extra_elements == true }
     return {
       test = function(body)
-        local actual = body and cjson.decode(body)
+        local actual = body and json.decode(body)
         return actual ~= nil and json_equal(expected, actual, opts)
       end,
       explain = explain_json("body is not equal to the expected JSON"),
@@ -296,7 +301,7 @@ local function body_matcher(m)
     if compiled == nil then return nil, "matchesJsonPath: " .. err end
     return {
       test = function(body)
-        local doc = body and cjson.decode(body)
+        local doc = body and json.decode(body)
         if doc == nil then return false end
         local found = jsonpath.query(doc, compiled)
         if found == nil or #found == 0 then return false end

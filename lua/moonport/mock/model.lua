@@ -5,15 +5,17 @@
 -- names, a JSON body, transformer parameters) are never converted.
 --
 --     local model = require("moonport.mock.model")
---     local stub = model.from_wiremock(cjson.decode(text))
---     local json = model.to_wiremock(stub)
+--     local stub = model.from_wiremock(json.decode(text, { literals = true }))
+--     local mapping = model.to_wiremock(stub)
 --
 -- @module moonport.mock.model
 
-local cjson = require("cjson")
+local json = require("moonport.json")
 local bit = require("bit")
 
-local type, pairs, ipairs, tostring = type, pairs, ipairs, tostring
+local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
+local getmetatable, setmetatable = getmetatable, setmetatable
+local array_mt, literal_mt = json.array_mt, json.literal_mt
 local byte, char, concat = string.byte, string.char, table.concat
 
 local model = {}
@@ -49,18 +51,24 @@ local function convert_map(map, key_fn, shape)
 end
 
 -- Converts value, whose shape is given, with key_fn for our own keys.
+-- Mappings are decoded with literal numbers, so that an opaque value (a
+-- JSON body) is written back as it was; our own fields get plain numbers.
+-- A copied JSON array keeps its array marker, so an empty one stays [].
 function convert(value, key_fn, shape)
-  if type(value) ~= "table" or shape == "opaque" then return value end
+  if shape == "opaque" then return value end
+  if getmetatable(value) == literal_mt then return tonumber(tostring(value)) end
+  if type(value) ~= "table" then return value end
   if shape == "matcher_map" then
     return convert_map(value, key_fn, "matcher")
   end
+  local mt = getmetatable(value) == array_mt and array_mt or nil
   if shape == "matcher_list" then
-    local out = {}
+    local out = setmetatable({}, mt)
     for i, m in ipairs(value) do out[i] = convert(m, key_fn, "matcher") end
     return out
   end
   local fields = shape == "matcher" and MATCHER or (type(shape) == "table" and shape) or {}
-  local out = {}
+  local out = setmetatable({}, mt)
   for k, v in pairs(value) do
     if type(k) == "string" then
       local nk = key_fn(k)
@@ -74,7 +82,7 @@ end
 
 --- A stub from WireMock's JSON mapping (a decoded table): snake_case keys,
 -- `basicAuthCredentials` as `basic_auth`, the scenario fields kept flat.
--- @usage local stub = model.from_wiremock(cjson.decode(text))
+-- @usage local stub = model.from_wiremock(json.decode(text, { literals = true }))
 function model.from_wiremock(mapping)
   local stub = convert(mapping, snake, TOP)
   if stub.request and stub.request.basic_auth_credentials then
@@ -86,7 +94,7 @@ function model.from_wiremock(mapping)
   return stub
 end
 
---- WireMock's JSON form of a stub (a table for cjson.encode). A response
+--- WireMock's JSON form of a stub (a table for json.encode). A response
 -- that is a Lua function appears as a body saying so.
 -- @usage res:json(model.to_wiremock(stub))
 function model.to_wiremock(stub)
@@ -106,6 +114,22 @@ function model.to_wiremock(stub)
   local out = convert(copy, camel, TOP)
   out.uuid = out.id
   return out
+end
+
+-- The first place in value (named by path) holding a number that is not
+-- finite (1e309 decodes to infinity), skipping the keys in skip and the
+-- literal numbers kept as written. nil when there is none.
+local function non_finite(value, path, skip)
+  if type(value) == "number" then
+    if value ~= value or value == math.huge or value == -math.huge then return path end
+  elseif type(value) == "table" and getmetatable(value) ~= literal_mt then
+    for k, v in pairs(value) do
+      if not (skip and skip[k]) then
+        local at = non_finite(v, path .. "." .. tostring(k))
+        if at then return at end
+      end
+    end
+  end
 end
 
 --- Checks and completes a stub written in Lua: `scenario = {name,
@@ -153,6 +177,11 @@ function model.normalize(spec)
   stub.request = r
   stub.response = res
   stub.priority = tonumber(stub.priority) or 5
+  -- A body is served as written; a number moonport itself must use (a
+  -- status, a delay, a priority, a matcher's value) has to be one.
+  local bad = non_finite(stub.priority, "priority") or non_finite(r, "request")
+    or (type(res) == "table" and non_finite(res, "response", { json_body = true }))
+  if bad then return nil, bad .. ": not a finite number" end
   return stub
 end
 
@@ -211,6 +240,6 @@ function model.uuid()
     .. concat(hex, "", 7, 8) .. "-" .. concat(hex, "", 9, 10) .. "-" .. concat(hex, "", 11, 16)
 end
 
-model.null = cjson.null
+model.null = json.null
 
 return model

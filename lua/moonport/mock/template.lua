@@ -28,7 +28,7 @@
 -- number, and a missing value leaves nothing there.
 -- @module moonport.mock.template
 
-local cjson = require("cjson")
+local json = require("moonport.json")
 local jsonpath = require("moonport.mock.jsonpath")
 
 local type, tostring, tonumber, pairs, next, pcall, error =
@@ -42,8 +42,8 @@ local floor = math.floor
 local random = math.random
 local os_time = os.time
 
-local null = cjson.null
-local encode, decode = cjson.encode, cjson.decode
+local null = json.null
+local encode, decode = json.encode, json.decode
 
 local template = {}
 
@@ -478,8 +478,8 @@ local function helper_jsonpath(node, ctx, state)
   if type(source) == "string" then
     local decoded = state[source]
     if decoded == nil then
-      local ok, v = pcall(decode, source)
-      decoded = ok and { v } or false
+      local v = decode(source)
+      decoded = v ~= nil and { v } or false
       state[source] = decoded
     end
     if decoded then results = jsonpath.query(decoded[1], node.path) end
