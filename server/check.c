@@ -13,6 +13,9 @@
  * the app loaded or "E<message>" when it did not. It is read whole (at
  * most REPORT_MAX bytes) before it is looked at.
  *
+ * The child dies with the master (PR_SET_PDEATHSIG), as workers do, so
+ * that a check spinning in a script never outlives it.
+ *
  * The child's side loads the app exactly as a worker does (mp_vm_open,
  * with --load-memory-limit on the Lua heap), with a shared store of its
  * own, so that what a script does to moonport.shared while loading leaves
@@ -23,6 +26,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,7 +226,9 @@ mp_check *mp_check_start(uv_loop_t *loop, const mp_config *cfg,
   opt.exit_cb = on_child_exit;
   opt.stdio = stdio;
   opt.stdio_count = MP_CHECK_REPORT_FD + 1;
-  setenv(MP_CHECK_ENV, "1", 1);
+  char master[32];
+  snprintf(master, sizeof master, "%d", (int)getpid());
+  setenv(MP_CHECK_ENV, master, 1);
   int rc = uv_spawn(loop, &c->proc, &opt);
   unsetenv(MP_CHECK_ENV);
   if (rc != 0) {
@@ -268,7 +274,11 @@ static void report_file(void *ud, const char *path) {
   if (strchr(path, '\n') == NULL) report("F", path, strlen(path));
 }
 
-int mp_check_child_main(const mp_config *cfg) {
+int mp_check_child_main(const mp_config *cfg, int master) {
+  /* A check must not outlive the master that waits for it: one spinning
+   * in a script that loops would spin on with nobody to kill it. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != master) return 1;
   /* Nothing the app starts may hold the report open. */
   fcntl(MP_CHECK_REPORT_FD, F_SETFD, FD_CLOEXEC);
   /* The Lua heap has its limit; this one stops memory taken around it

@@ -16,8 +16,9 @@
 
 #include "config.h"
 
-/* The environment variable that makes an exec'd moonport a check child,
- * and the descriptor it writes its report to. */
+/* The environment variable that makes an exec'd moonport a check child
+ * (its value: the master's pid), and the descriptor it writes its report
+ * to. */
 #define MP_CHECK_ENV "MOONPORT_CHECK"
 #define MP_CHECK_REPORT_FD 3
 
@@ -50,8 +51,9 @@ mp_check *mp_check_start(uv_loop_t *loop, const mp_config *cfg,
 void mp_check_cancel(mp_check *c);
 
 /* The child's side: loads the app of cfg and writes the report to
- * MP_CHECK_REPORT_FD. Runs Lua. Returns the exit status (0 when the app
- * loaded). */
-int mp_check_child_main(const mp_config *cfg);
+ * MP_CHECK_REPORT_FD. The kernel kills it when master (a pid) dies; one
+ * whose master is already gone returns 1 at once. Runs Lua. Returns the
+ * exit status (0 when the app loaded). */
+int mp_check_child_main(const mp_config *cfg, int master);
 
 #endif

@@ -89,9 +89,11 @@ int main(int argc, char **argv) {
     cfg.app = mock_app;
   }
   if (cfg.check) return check(&cfg);
-  if (getenv(MP_CHECK_ENV) != NULL) {
+  const char *checking = getenv(MP_CHECK_ENV);
+  if (checking != NULL) {
+    int master = atoi(checking);
     unsetenv(MP_CHECK_ENV);
-    return mp_check_child_main(&cfg);
+    return mp_check_child_main(&cfg, master);
   }
 
   const char *worker = getenv(MP_WORKER_ENV);

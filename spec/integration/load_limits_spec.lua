@@ -105,6 +105,27 @@ describe("a reload whose code loops forever", function()
     assert.is_true(answers(server.port, "v1"))
   end)
 
+  it("ends with the master, should the master be killed", function()
+    server = helpers.start(dir .. "/app.lua")
+    local workers = server:workers()
+    write_by_rename(dir .. "/app.lua", LOOPS)
+    -- The check is the master's child that is not a worker.
+    local check = helpers.eventually(function()
+      for _, pid in ipairs(server:workers()) do
+        if pid ~= workers[1] then return pid end
+      end
+    end, 3)
+    assert.truthy(check, "no check process appeared")
+    signal.kill(server.pid, signal.SIGKILL)
+    local gone = helpers.eventually(function()
+      return signal.kill(check, 0) ~= 0
+    end, 3)
+    server:wait(5, nil, 128 + signal.SIGKILL)
+    server = nil
+    if not gone then signal.kill(check, signal.SIGKILL) end
+    assert.truthy(gone, "the check process spins on without its master")
+  end)
+
   it("does not hold up SIGTERM", function()
     server = helpers.start(dir .. "/app.lua", { "--shutdown-timeout", "2" })
     write_by_rename(dir .. "/app.lua", LOOPS)
