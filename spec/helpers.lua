@@ -735,6 +735,20 @@ function Conn:request(method, target, headers, body, opts)
   return resp
 end
 
+--- POSTs `piece` to `target` as `count` chunks sent `gap` seconds apart
+-- (default 0.05), so that the body arrives in pieces, and returns the
+-- response.
+function Conn:post_in_pieces(target, piece, count, gap)
+  self:nodelay()
+  self:send("POST " .. target .. " HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+  for _ = 1, count do
+    self:send(("%x\r\n%s\r\n"):format(#piece, piece))
+    socket.select(nil, nil, gap or 0.05)
+  end
+  self:send("0\r\n\r\n")
+  return self:read_response()
+end
+
 function Conn:close()
   if self.sock then self.sock:close() end
   self.sock = nil

@@ -123,14 +123,8 @@ describe("request bodies in pieces", function()
   end)
 
   it("hands the body to req:read piece by piece as it arrives", function()
-    local conn = helpers.connect(server.port):nodelay()
-    conn:send("POST /count HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-    for _ = 1, 3 do
-      conn:send("4\r\nabcd\r\n")
-      socket.select(nil, nil, 0.05)
-    end
-    conn:send("0\r\n\r\n")
-    local resp = conn:read_response()
+    local conn = helpers.connect(server.port)
+    local resp = conn:post_in_pieces("/count", "abcd", 3)
     conn:close()
     assert.equal(200, resp.status)
     local doc = helpers.json(resp.body)

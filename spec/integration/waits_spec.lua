@@ -48,14 +48,8 @@ describe("waits inside coroutines the handler made", function()
   end)
 
   it("reads a body that arrives in pieces from inside a coroutine", function()
-    local conn = helpers.connect(server.port):nodelay()
-    conn:send("POST /co/read HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-    for _ = 1, 3 do
-      conn:send("5\r\nabcde\r\n")
-      socket.select(nil, nil, 0.05)
-    end
-    conn:send("0\r\n\r\n")
-    local resp = conn:read_response()
+    local conn = helpers.connect(server.port)
+    local resp = conn:post_in_pieces("/co/read", "abcde", 3)
     conn:close()
     assert.equal(200, resp.status)
     local doc = helpers.json(resp.body)
