@@ -4,7 +4,7 @@
 -- objects handlers receive and the runner that executes handlers inside
 -- pooled coroutines. Handler scripts never see a pointer: `req` and `res`
 -- are request contexts, numbers holding a request's slot and generation
--- (server/request.h), and every C call checks them, so an object kept past
+-- (server/req/request.h), and every C call checks them, so an object kept past
 -- its request raises "request already finished". Being numbers, they cost
 -- no allocation and pass through JIT-compiled FFI calls as plain integers;
 -- their methods come from the number metatable, which gives other numbers
@@ -126,7 +126,7 @@ local mp_store_ttl = C.mp_store_ttl
 local mp_store_keys = C.mp_store_keys
 local mp_store_flush = C.mp_store_flush
 
--- Return codes (server/errors.h).
+-- Return codes (server/base/errors.h).
 local MP_AGAIN = -30001
 local MP_DECLINED = -30002
 local MP_BAD_CONTEXT = -30003
@@ -155,7 +155,7 @@ local function fail(rc, what)
   error(what .. ": failed (" .. tostring(rc) .. ")", 3)
 end
 
--- The lowest context value (server/request.c): req and res are at least
+-- The lowest context value (server/req/request.c): req and res are at least
 -- this, so a method called with '.' finds its first argument is not one.
 local CTX_TAG = 2^38
 
@@ -169,7 +169,7 @@ end
 
 -- Waiting ------------------------------------------------------------------
 
---- What a handler yields to wait on the core: server/lua_vm.c resumes the
+--- What a handler yields to wait on the core: server/lua/vm.c resumes the
 -- request's coroutine when the wait is over, and knows this value by its
 -- address.
 local WAIT = newproxy()
@@ -593,7 +593,7 @@ function Res:fault(kind)
 end
 
 -- The metatable of every number: a context (bit 38 set) dispatches on its
--- kind, the lowest bit (server/request.c); other numbers get nothing.
+-- kind, the lowest bit (server/req/request.c); other numbers get nothing.
 debug.setmetatable(0, {
   __index = function(self, key)
     if self < CTX_TAG then return nil end
@@ -648,7 +648,7 @@ end
 -- moonport.shared -----------------------------------------------------------
 
 -- A store of the shared segment. moonport.shared is one; the mock server
--- keeps its state and its journal in two more (server/worker.h's
+-- keeps its state and its journal in two more (server/proc/worker.h's
 -- MP_STORE_*), out of reach of what scripts store and of each other.
 local Shared = {}
 Shared.__index = Shared
@@ -900,7 +900,7 @@ local size_out = ffi.new("double[1]")
 
 --- Finds the file name (a path relative to root, a directory) stands
 -- for, following ".." and symbolic links, and refuses any that does not
--- end inside root (server/lua_ffi.h's mp_file_confine). Returns its resolved path and size; or nil and
+-- end inside root (server/lua/ffi.h's mp_file_confine). Returns its resolved path and size; or nil and
 -- "outside" (it leads out of root), "not found" (no such regular file) or
 -- "invalid" (a NUL byte, too long).
 -- @usage local path, size = core.confine(dir .. "/__files", name)
@@ -945,7 +945,7 @@ function on_error(err)
   return (trace:gsub("\n%s*%[C%]: in function 'xpcall'.*$", ""))
 end
 
---- The body of every handler coroutine (started by server/lua_vm.c): run a
+--- The body of every handler coroutine (started by server/lua/vm.c): run a
 -- handler, report how it ended, wait for the next one.
 function core.run(handler, req, res)
   local DONE = core.DONE
@@ -964,7 +964,7 @@ App.__index = App
 core.App = App
 
 --- Files the app has loaded with require, dofile or loadfile, in order
--- (server/lua_vm.c hands them to the master, which watches them).
+-- (server/lua/vm.c hands them to the master, which watches them).
 core.loaded_files = {}
 
 --- Records a file the app read some other way (a mock mapping) so that

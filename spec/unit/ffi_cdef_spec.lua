@@ -1,5 +1,5 @@
 -- The FFI declarations in lua/moonport/core.lua must say what
--- server/lua_ffi.h says: a mismatch would pass the wrong types to C
+-- server/lua/ffi.h says: a mismatch would pass the wrong types to C
 -- without any error.
 local root = os.getenv("MOONPORT_ROOT") or "."
 
@@ -25,8 +25,8 @@ local function declarations(text)
 end
 
 describe("the FFI door", function()
-  it("declares in core.lua exactly the functions of lua_ffi.h", function()
-    local header = declarations(read("server/lua_ffi.h"))
+  it("declares in core.lua exactly the functions of server/lua/ffi.h", function()
+    local header = declarations(read("server/lua/ffi.h"))
     local cdef = declarations(read("lua/moonport/core.lua"):match("ffi%.cdef%[%[(.-)%]%]"))
     assert.is_true(next(header) ~= nil)
     assert.same(header, cdef)

@@ -1,4 +1,4 @@
--- moonport.json (server/lua_json.c), loaded from the test build's
+-- moonport.json (server/lua/json.c), loaded from the test build's
 -- lua/moonport/json.so: the same source the server preloads. CTest puts
 -- its build's lua/ on LUA_CPATH; without it, build/lua/ is tried first.
 if not os.getenv("LUA_CPATH") then package.cpath = "build/lua/?.so;" .. package.cpath end

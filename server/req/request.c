@@ -21,7 +21,7 @@
 #include "errors.h"
 #include "log.h"
 #include "stats.h"
-#include "lua_vm.h"
+#include "vm.h"
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define APPLICATION_JSON "application/json"

@@ -1,5 +1,5 @@
 /*
- * moonport.json (see lua_json.h): JSON text to Lua values and back.
+ * moonport.json (see json.h): JSON text to Lua values and back.
  *
  * It owns one module table per Lua state and what the table's functions
  * share as upvalues: a scratch buffer, the array marker metatable, the
@@ -26,7 +26,7 @@
  * or a __tojson of any kind.
  */
 #define _GNU_SOURCE /* newlocale, uselocale, strtod_l */
-#include "lua_json.h"
+#include "json.h"
 
 #include <locale.h>
 #include <math.h>

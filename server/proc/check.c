@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "errors.h"
-#include "lua_vm.h"
+#include "vm.h"
 #include "router.h"
 #include "shared.h"
 #include "worker.h"

@@ -1,9 +1,9 @@
 /*
- * FFI entry points for lua/moonport/core.lua (see lua_ffi.h). Each looks
+ * FFI entry points for lua/moonport/core.lua (see ffi.h). Each looks
  * its request up by context first and fails with MP_BAD_CONTEXT when it is
  * gone, which core.lua turns into "request already finished".
  */
-#include "lua_ffi.h"
+#include "ffi.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * The worker's Lua VM (see lua_vm.h).
+ * The worker's Lua VM (see vm.h).
  *
  * A VM is one loaded version of the app: its Lua state, the router built
  * from its routes and its pool of coroutines. A reload makes a new VM; the
@@ -12,7 +12,7 @@
  * contexts, see request.h), so a request allocates nothing in Lua to start. A fresh coroutine gets core.run
  * pushed below the same three values.
  */
-#include "lua_vm.h"
+#include "vm.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -25,9 +25,9 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "alloc.h"
+#include "heap.h"
 #include "log.h"
-#include "lua_json.h"
+#include "json.h"
 #include "request.h"
 #include "router.h"
 

@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "config.h"
-#include "lua_vm.h"
+#include "vm.h"
 #include "errors.h"
 #include "log.h"
 #include "master.h"

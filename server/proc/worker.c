@@ -28,7 +28,7 @@
 #include "conn.h"
 #include "errors.h"
 #include "log.h"
-#include "lua_vm.h"
+#include "vm.h"
 #include "master.h"
 #include "request.h"
 

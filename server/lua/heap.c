@@ -1,5 +1,5 @@
 /*
- * The counting Lua allocator (see alloc.h). LuaJIT passes the old size of
+ * The counting Lua allocator (see heap.h). LuaJIT passes the old size of
  * every block it frees or resizes, so the counts are exact without storing
  * a size header next to each block. The blocks themselves come from
  * LuaJIT's built-in allocator (a dlmalloc over its own mmap'ed arenas):
@@ -11,7 +11,7 @@
  * its limit every further growth is refused too, so a handler that catches
  * the error with pcall cannot go on allocating.
  */
-#include "alloc.h"
+#include "heap.h"
 
 
 void *mp_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
