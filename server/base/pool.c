@@ -11,20 +11,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "charge.h"
 #include "errors.h"
 
 uint64_t mp_malloc_count;
-uint64_t *mp_c_charge;
+mp_charge *mp_charge_now;
 
 void *mp_alloc(size_t size) {
   mp_malloc_count++;
-  if (mp_c_charge != NULL) *mp_c_charge += size;
+  if (mp_charge_now != NULL) mp_charge_now->c_bytes += size;
   return malloc(size);
 }
 
 void *mp_realloc(void *p, size_t old_size, size_t size) {
   mp_malloc_count++;
-  if (mp_c_charge != NULL && size > old_size) *mp_c_charge += size - old_size;
+  if (mp_charge_now != NULL && size > old_size)
+    mp_charge_now->c_bytes += size - old_size;
   return realloc(p, size);
 }
 

@@ -7,9 +7,8 @@
  * response head, a small body) costs no malloc once the pool is warm.
  *
  * mp_malloc_count counts every malloc the core makes for pools and buffers,
- * so that "no malloc per request in steady state" can be checked; while
- * mp_c_charge is set, the bytes are also added to it (the C bytes of the
- * request being served).
+ * so that "no malloc per request in steady state" can be checked; the
+ * bytes are also charged to the request being served (base/charge.h).
  */
 #ifndef MP_POOL_H
 #define MP_POOL_H
@@ -26,10 +25,9 @@ typedef struct mp_pool {
 } mp_pool;
 
 extern uint64_t mp_malloc_count;
-extern uint64_t *mp_c_charge;
 
-/* malloc and realloc that count into mp_malloc_count and mp_c_charge
- * (old_size is what p had, for the growth). */
+/* malloc and realloc that count into mp_malloc_count and charge the
+ * current request (old_size is what p had, for the growth). */
 void *mp_alloc(size_t size);
 void *mp_realloc(void *p, size_t old_size, size_t size);
 

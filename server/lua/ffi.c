@@ -31,7 +31,7 @@
  * answers nothing, so the core's 500 is what the client gets. */
 #define LOOKUP_RES(r)                                \
   LOOKUP(r, MP_CTX_RES);                             \
-  if (r->mem_exceeded) return MP_NOMEM
+  if (r->charge.lua_exceeded) return MP_NOMEM
 
 static const char *span_ptr(const mp_request *r, mp_span s) {
   return r->head + s.off;
@@ -214,7 +214,7 @@ int mp_res_fault(uint64_t ctx, int kind) {
 }
 
 int mp_sleep(double ms) {
-  mp_request *r = mp_worker_self ? mp_worker_self->current : NULL;
+  mp_request *r = mp_request_current();
   if (r == NULL) return MP_BAD_CONTEXT;
   return mp_request_sleep(r, ms);
 }

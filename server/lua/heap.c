@@ -17,29 +17,30 @@
 void *mp_lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   mp_lua_heap *heap = ud;
   if (ptr == NULL) osize = 0; /* then osize encodes the object's type */
+  mp_charge *c = mp_charge_now;
   if (nsize == 0) {
     heap->base(heap->base_ud, ptr, osize, 0);
     heap->in_use -= osize;
-    if (heap->live != NULL) *heap->live -= (int64_t)osize;
+    if (c != NULL) c->lua_live -= (int64_t)osize;
     return NULL;
   }
   size_t growth = nsize > osize ? nsize - osize : 0;
-  if (heap->live != NULL && growth > 0 &&
-      (*heap->exceeded || *heap->live + (int64_t)growth > (int64_t)heap->limit)) {
-    if (!*heap->exceeded) {
-      heap->refused_size = growth;
-      heap->refused_live = *heap->live + (int64_t)growth;
+  if (c != NULL && growth > 0 &&
+      (c->lua_exceeded || c->lua_live + (int64_t)growth > (int64_t)heap->limit)) {
+    if (!c->lua_exceeded) {
+      c->refused_size = growth;
+      c->refused_live = c->lua_live + (int64_t)growth;
     }
-    *heap->exceeded = true;
+    c->lua_exceeded = true;
     return NULL;
   }
   void *p = heap->base(heap->base_ud, ptr, osize, nsize);
   if (p == NULL) return NULL;
   heap->in_use = heap->in_use - osize + nsize;
   heap->allocated += growth;
-  if (heap->charge != NULL) {
-    *heap->charge += growth;
-    *heap->live += (int64_t)nsize - (int64_t)osize;
+  if (c != NULL) {
+    c->lua_bytes += growth;
+    c->lua_live += (int64_t)nsize - (int64_t)osize;
   }
   return p;
 }

@@ -236,29 +236,23 @@ mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen) {
   lua_setallocf(vm->L, mp_lua_alloc, &vm->heap);
   /* Loading counts like a request, against --load-memory-limit: a script
    * that builds gigabytes while it loads fails its load. */
-  uint64_t load_bytes = 0;
-  int64_t load_live = 0;
-  bool load_exceeded = false;
-  vm->heap.charge = &load_bytes;
-  vm->heap.live = &load_live;
-  vm->heap.exceeded = &load_exceeded;
+  mp_charge load = {0};
+  mp_charge *was = mp_charge_switch(&load);
   vm->heap.limit = w->cfg->load_memory_limit;
   luaL_openlibs(vm->L);
   mp_lua_json_preload(vm->L);
   set_path(vm->L, app);
   int rc = load_app(vm, app, err, errlen);
-  vm->heap.charge = NULL;
-  vm->heap.live = NULL;
-  vm->heap.exceeded = NULL;
+  mp_charge_switch(was);
   vm->heap.limit = w->cfg->request_memory_limit;
-  if (load_exceeded) {
+  if (load.lua_exceeded) {
     snprintf(err, errlen,
              "%s: loading needs more than --load-memory-limit (%zu bytes): "
              "an allocation of %llu bytes would have made it hold %lld",
              w->cfg->mock_dir ? w->cfg->mock_dir : app,
              w->cfg->load_memory_limit,
-             (unsigned long long)vm->heap.refused_size,
-             (long long)vm->heap.refused_live);
+             (unsigned long long)load.refused_size,
+             (long long)load.refused_live);
     goto err;
   }
   if (rc != 0) goto err;
@@ -313,8 +307,8 @@ static void over_limit(mp_vm *vm, mp_request *r) {
   snprintf(msg, sizeof msg,
            "request memory limit exceeded: an allocation of %llu bytes would "
            "have made it hold %lld bytes, past --request-memory-limit (%llu)",
-           (unsigned long long)vm->heap.refused_size,
-           (long long)vm->heap.refused_live,
+           (unsigned long long)r->charge.refused_size,
+           (long long)r->charge.refused_live,
            (unsigned long long)vm->heap.limit);
   log_failure(vm, r, msg);
   vm->w->stats.memory_limit_hits++;
@@ -324,10 +318,7 @@ static void over_limit(mp_vm *vm, mp_request *r) {
 /* Resumes r's coroutine with the nargs values on its stack. */
 static int resume(mp_vm *vm, mp_request *r, int nargs) {
   lua_State *co = r->co;
-  vm->w->current = r;
-  vm->heap.charge = &r->lua_bytes;
-  vm->heap.live = &r->lua_live;
-  vm->heap.exceeded = &r->mem_exceeded;
+  mp_charge *was = mp_charge_switch(&r->charge);
   /* The heartbeat: the master kills a worker whose handler runs past
    * --handler-timeout without coming back here (see master.c). The route
    * is written first, so a reader that sees the time sees its route. */
@@ -339,14 +330,12 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
   }
   int st = lua_resume(co, nargs);
   if (slot != NULL) slot->busy_since_ms = 0;
-  vm->heap.charge = NULL;
-  vm->heap.live = NULL;
-  vm->w->current = NULL;
+  mp_charge_switch(was);
 
   if (st == LUA_YIELD && lua_gettop(co) >= 2 &&
       lua_touserdata(co, 1) == &done_marker) {
-    int ok = lua_toboolean(co, 2) && !r->mem_exceeded;
-    if (r->mem_exceeded)
+    int ok = lua_toboolean(co, 2) && !r->charge.lua_exceeded;
+    if (r->charge.lua_exceeded)
       over_limit(vm, r);
     else if (!ok)
       log_failure(vm, r, lua_tostring(co, 3));
@@ -366,7 +355,7 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
     lua_settop(co, 0);
     return MP_VM_WAITING;
   }
-  if (r->mem_exceeded)
+  if (r->charge.lua_exceeded)
     over_limit(vm, r);
   else if (st == LUA_YIELD)
     log_failure(vm, r, "handler yielded outside the moonport API");

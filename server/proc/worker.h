@@ -75,7 +75,6 @@ typedef struct mp_worker {
   uint32_t nreqs;
   uint32_t *free_slots;
   uint32_t nfree_slots;
-  mp_request *current; /* whose handler is running now, or NULL */
   mp_request *detached; /* requests whose client has gone, handler running */
   unsigned ndetached;
 

@@ -566,9 +566,9 @@ static void conn_process(mp_conn *c) {
     mp_request *r = c->req;
     if (r != NULL && r->started && !r->body_done) {
       /* Whatever the core mallocs from here on is this request's. */
-      mp_c_charge = &r->c_bytes;
+      mp_charge_switch(&r->charge);
       bool more = feed_body(c, &served);
-      mp_c_charge = NULL;
+      mp_charge_switch(NULL);
       if (!more) break;
       continue;
     }
@@ -595,7 +595,7 @@ static void conn_process(mp_conn *c) {
       c->msg_since = uv_now(c->w->loop);
     }
     r = c->req;
-    mp_c_charge = &r->c_bytes;
+    mp_charge_switch(&r->charge);
     int rc = mp_http1_execute(&c->h1, c->rbuf, c->rlen, &c->rpos);
     if (rc == MP_H1_NEED_MORE) break;
     if (rc == MP_H1_ERROR) {
@@ -619,7 +619,7 @@ static void conn_process(mp_conn *c) {
     r->body_done = c->h1.state == MP_H1_DONE;
     r->started = true;
     bool over = mp_request_start(r);
-    mp_c_charge = NULL;
+    mp_charge_switch(NULL);
     if (!over) continue; /* suspended; its body may still need parsing */
     if (r->body_done) {
       finish_request(c);
@@ -628,7 +628,7 @@ static void conn_process(mp_conn *c) {
       handler_done_early(c);
     }
   }
-  mp_c_charge = NULL;
+  mp_charge_switch(NULL);
   c->processing = false;
   after_process(c);
 }

@@ -80,9 +80,7 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
   r->started = r->body_done = r->draining = r->continue_sent = false;
   r->trailers.len = 0;
   r->in_trailer = r->trailer_value = false;
-  r->lua_bytes = r->c_bytes = 0;
-  r->lua_live = 0;
-  r->mem_exceeded = false;
+  r->charge = (mp_charge){.owner = r};
   return r;
 }
 
@@ -165,8 +163,8 @@ static int write_head(mp_request *r, const char *content_type,
      * not in it. */
     char line[80];
     int n = snprintf(line, sizeof line, "X-Moonport-Alloc: %llu %llu\r\n",
-                     (unsigned long long)r->lua_bytes,
-                     (unsigned long long)r->c_bytes);
+                     (unsigned long long)r->charge.lua_bytes,
+                     (unsigned long long)r->charge.c_bytes);
     if (mp_buf_append(&r->headers, line, (size_t)n) != 0) return MP_NOMEM;
   }
   mp_http1_head h;
@@ -532,7 +530,8 @@ void mp_request_account(mp_request *r) {
   /* Per-route figures are the current code's: a request that finished on
    * code since replaced is counted in the totals only. */
   if (r->match.route != NULL && r->vm == w->vm)
-    mp_stats_record(&w->stats, r->match.route->index, r->lua_bytes, r->c_bytes,
+    mp_stats_record(&w->stats, r->match.route->index, r->charge.lua_bytes,
+                    r->charge.c_bytes,
                     ns);
   if (log) {
     /* The request line as it came: method, target and version. */
@@ -546,7 +545,7 @@ void mp_request_account(mp_request *r) {
      * logged as 499, as nginx does. */
     mp_access_log(r->conn ? mp_conn_peer_name(r->conn) : r->peer, line,
                   (size_t)n, r->aborted ? 499 : r->status, bytes,
-                  (double)ns / 1e9, r->lua_bytes, r->c_bytes);
+                  (double)ns / 1e9, r->charge.lua_bytes, r->charge.c_bytes);
   }
 }
 
@@ -569,9 +568,9 @@ static void finish_detached(mp_request *r) {
 void mp_request_wake(mp_request *r) {
   r->wait = MP_WAIT_NONE;
   mp_conn *c = r->conn;
-  mp_c_charge = &r->c_bytes;
+  mp_charge *was = mp_charge_switch(&r->charge);
   bool over = settle(r, mp_vm_resume(r->vm, r));
-  mp_c_charge = NULL;
+  mp_charge_switch(was);
   if (c == NULL) {
     if (over) finish_detached(r);
   } else if (over) {
@@ -714,7 +713,7 @@ void mp_request_sweep(mp_worker *w) {
     mp_request *next = r->detached_next;
     /* Only a waiting handler can be stopped; one running is on the stack. */
     if (now - r->detached_at >= grace && r->wait != MP_WAIT_NONE &&
-        w->current != r) {
+        mp_request_current() != r) {
       const mp_route *route = r->match.route;
       mp_log(MP_LOG_WARN, "%s %s: handler stopped %.1f s after its client "
              "left (--shutdown-timeout)",

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "charge.h"
 #include "http1.h"
 #include "pool.h"
 #include "router.h"
@@ -90,10 +91,7 @@ struct mp_request {
 
   /* What the request cost. */
   uint64_t start_ns;  /* uv_hrtime() when its head was complete */
-  uint64_t lua_bytes; /* allocated in Lua while its handler ran */
-  int64_t lua_live;   /* the Lua heap's growth while it ran */
-  uint64_t c_bytes;   /* malloc'ed by the core on its behalf */
-  bool mem_exceeded;  /* its handler went past --request-memory-limit */
+  mp_charge charge;   /* its C and Lua bytes (base/charge.h) */
 
   /* The handler. */
   void *co;        /* its coroutine (a lua_State), NULL when none */
@@ -120,6 +118,12 @@ void mp_request_release(mp_request *r);
  * slots are limited to MP_MAX_SLOTS. */
 #define MP_MAX_SLOTS 65535
 enum { MP_CTX_REQ = 0, MP_CTX_RES = 1 };
+
+/* The request whose work the core is doing now (whose handler runs, or
+ * whose body is being parsed), or NULL. */
+static inline mp_request *mp_request_current(void) {
+  return mp_charge_now != NULL ? (mp_request *)mp_charge_now->owner : NULL;
+}
 
 /* The context value for r as req or res. */
 uint64_t mp_request_ctx(const mp_request *r, int kind);
