@@ -189,4 +189,15 @@ void mp_shared_flush(mp_store *s);
 void mp_shared_usage(mp_store *s, size_t *capacity, size_t *used,
                      unsigned *entries);
 
+/* The stores of the shared segment (mp_shared_store): moonport.shared's,
+ * the mock server's state (admin-added mappings, scenario states,
+ * counters; never evicted) and the mock's journal (only its entries;
+ * the oldest written are dropped first). */
+enum {
+  MP_STORE_SHARED = 0,
+  MP_STORE_MOCK = 1,
+  MP_STORE_JOURNAL = 2,
+  MP_NSTORES = 3
+};
+
 #endif

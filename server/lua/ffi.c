@@ -21,7 +21,21 @@
 #include "log.h"
 #include "request.h"
 #include "shared.h"
-#include "worker.h"
+#include "vm.h"
+
+/* Scratch space the getters decode into; Lua copies out at once. */
+static char *scratch;
+static size_t scratch_cap;
+
+/* Grows the scratch buffer to at least n bytes; returns it or NULL. */
+static char *scratch_of(size_t n) {
+  if (n <= scratch_cap) return scratch;
+  char *p = mp_realloc(scratch, scratch_cap, n);
+  if (p == NULL) return NULL;
+  scratch = p;
+  scratch_cap = n;
+  return p;
+}
 
 #define LOOKUP(r, kind)                              \
   mp_request *r = mp_request_from_ctx(ctx, kind);    \
@@ -45,12 +59,12 @@ int mp_req_method(uint64_t ctx, const char **out) {
 
 int mp_req_target(uint64_t ctx, int which, const char **out) {
   LOOKUP(r, MP_CTX_REQ);
-  mp_span s = which == 0 ? r->msg.path : which == 1 ? r->msg.query
-                                                    : r->msg.target;
-  if (which == 0 && s.len == 0) { /* absolute-form target without a path */
-    *out = "/";
-    return 1;
+  if (which == 0) {
+    size_t len;
+    *out = mp_request_path(r, &len);
+    return (int)len;
   }
+  mp_span s = which == 1 ? r->msg.query : r->msg.target;
   *out = span_ptr(r, s);
   return (int)s.len;
 }
@@ -85,7 +99,7 @@ int mp_req_header(uint64_t ctx, const char *name, size_t nlen,
     *out = span_ptr(r, first->value);
     return (int)first->value.len;
   }
-  char *dst = mp_worker_scratch(r->w, total);
+  char *dst = scratch_of(total);
   if (dst == NULL) return MP_NOMEM;
   size_t o = 0;
   for (unsigned i = (unsigned)found; i < r->msg.nfields; i++) {
@@ -124,7 +138,7 @@ int mp_req_header_at(uint64_t ctx, int i, const char **name,
 int mp_req_query(uint64_t ctx, const char *name, size_t nlen,
                  const char **out) {
   LOOKUP(r, MP_CTX_REQ);
-  char *dst = mp_worker_scratch(r->w, r->msg.query.len + 1);
+  char *dst = scratch_of(r->msg.query.len + 1);
   if (dst == NULL) return MP_NOMEM;
   long n = mp_http1_query_get(span_ptr(r, r->msg.query), r->msg.query.len,
                               name, nlen, dst);
@@ -143,7 +157,7 @@ int mp_req_param_at(uint64_t ctx, int i, const char **name,
   LOOKUP(r, MP_CTX_REQ);
   if (i < 0 || (unsigned)i >= r->match.nparams) return MP_INVALID;
   mp_span s = r->match.params[i];
-  char *dst = mp_worker_scratch(r->w, s.len + 1);
+  char *dst = scratch_of(s.len + 1);
   if (dst == NULL) return MP_NOMEM;
   *name = r->match.route->param_names[i];
   *value = dst;
@@ -193,7 +207,7 @@ int mp_res_write(uint64_t ctx, const char *data, size_t len) {
   LOOKUP_RES(r);
   int rc = mp_response_write(r, data, len);
   if (rc == 0 && r->running && r->conn != NULL &&
-      mp_conn_unsent(r->conn) > r->w->cfg->write_high_water)
+      mp_conn_unsent(r->conn) > r->srv->cfg->write_high_water)
     return mp_request_wait_write(r);
   return rc;
 }
@@ -225,17 +239,14 @@ int mp_req_abort_told(uint64_t ctx) {
 }
 
 void mp_lua_file_loaded(const char *path, size_t len) {
-  mp_worker *w = mp_worker_self;
-  char line[PATH_MAX + 2];
-  if (w == NULL || w->id == 0 || w->control.loop == NULL || len == 0 ||
-      len > PATH_MAX)
+  const mp_vm_host *host = mp_vm_host_self;
+  char copy[PATH_MAX];
+  if (host == NULL || host->on_load_file == NULL || len == 0 ||
+      len >= sizeof copy)
     return;
-  line[0] = 'F';
-  memcpy(line + 1, path, len);
-  line[len + 1] = '\n';
-  uv_buf_t buf = uv_buf_init(line, (unsigned)len + 2);
-  /* Best effort: a full socket only means this file is not watched. */
-  uv_try_write((uv_stream_t *)&w->control, &buf, 1);
+  memcpy(copy, path, len);
+  copy[len] = '\0';
+  host->on_load_file(host->ud, copy);
 }
 
 /* ---- Regular expressions ---- */
@@ -348,7 +359,6 @@ int mp_regex_prefix(void *re, const char *subject, size_t len) {
 void mp_regex_free(void *re) { pcre2_code_free(re); }
 
 int mp_dir_list(const char *path, const char **out, size_t *len) {
-  mp_worker *w = mp_worker_self;
   DIR *d = opendir(path);
   if (d == NULL) return -errno;
   int count = 0;
@@ -357,7 +367,7 @@ int mp_dir_list(const char *path, const char **out, size_t *len) {
   while ((e = readdir(d)) != NULL) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
     size_t n = strlen(e->d_name);
-    char *buf = mp_worker_scratch(w, used + n + 2);
+    char *buf = scratch_of(used + n + 2);
     if (buf == NULL) {
       closedir(d);
       return MP_NOMEM;
@@ -375,7 +385,7 @@ int mp_dir_list(const char *path, const char **out, size_t *len) {
     count++;
   }
   closedir(d);
-  *out = w->scratch;
+  *out = scratch;
   *len = used;
   return count;
 }
@@ -430,7 +440,7 @@ int mp_file_confine(const char *root, const char *name, size_t nlen,
 }
 
 int mp_mock_settings(mp_mock_config *out) {
-  const mp_config *cfg = mp_worker_self->cfg;
+  const mp_config *cfg = mp_vm_host_self->cfg;
   out->dir = cfg->mock_dir;
   out->listen_host = cfg->host;
   out->admin_hosts = cfg->admin_hosts;
@@ -456,9 +466,9 @@ void mp_lua_log(int level, const char *msg, size_t len) {
 
 /* Store `store` (MP_STORE_*) of this process's segment, or NULL. */
 static mp_store *store_of(int store) {
-  mp_worker *w = mp_worker_self;
-  if (w == NULL || w->shared == NULL || store < 0) return NULL;
-  return mp_shared_store(w->shared, (unsigned)store);
+  const mp_vm_host *host = mp_vm_host_self;
+  if (host == NULL || host->shared == NULL || store < 0) return NULL;
+  return mp_shared_store(host->shared, (unsigned)store);
 }
 
 #define STORE(st, store)                        \
@@ -467,15 +477,14 @@ static mp_store *store_of(int store) {
 
 int mp_store_get(int store, const char *key, size_t klen, double *num,
                  const char **str, size_t *len) {
-  mp_worker *w = mp_worker_self;
   mp_shared_value v;
   STORE(st, store);
   /* A string longer than the scratch buffer: grow it and look again (the
    * value may have changed in between; the second answer is the one). */
-  int rc = mp_shared_get(st, key, klen, &v, w->scratch, w->scratch_cap);
+  int rc = mp_shared_get(st, key, klen, &v, scratch, scratch_cap);
   while (rc == MP_AGAIN) {
-    if (mp_worker_scratch(w, v.len) == NULL) return MP_NOMEM;
-    rc = mp_shared_get(st, key, klen, &v, w->scratch, w->scratch_cap);
+    if (scratch_of(v.len) == NULL) return MP_NOMEM;
+    rc = mp_shared_get(st, key, klen, &v, scratch, scratch_cap);
   }
   if (rc != 0) return MP_SHARED_NIL;
   *num = v.number;
@@ -514,16 +523,15 @@ int mp_store_ttl(int store, const char *key, size_t klen, double *ttl) {
 }
 
 int mp_store_keys(int store, unsigned max, const char **out, size_t *len) {
-  mp_worker *w = mp_worker_self;
   unsigned count = 0;
   size_t used = 0;
   STORE(st, store);
-  int rc = mp_shared_keys(st, max, w->scratch, w->scratch_cap, &used, &count);
+  int rc = mp_shared_keys(st, max, scratch, scratch_cap, &used, &count);
   while (rc == MP_AGAIN) {
-    if (mp_worker_scratch(w, used) == NULL) return MP_NOMEM;
-    rc = mp_shared_keys(st, max, w->scratch, w->scratch_cap, &used, &count);
+    if (scratch_of(used) == NULL) return MP_NOMEM;
+    rc = mp_shared_keys(st, max, scratch, scratch_cap, &used, &count);
   }
-  *out = w->scratch;
+  *out = scratch;
   *len = used;
   return rc != 0 ? rc : (int)count;
 }

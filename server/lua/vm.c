@@ -40,11 +40,13 @@
 
 #define MAX_POOLED 1024
 
+const mp_vm_host *mp_vm_host_self;
+
 struct mp_vm {
   lua_State *L;
-  mp_worker *w;
+  const mp_vm_host *host;
   mp_router *router;
-  unsigned refs; /* the worker's, while current, and one per request */
+  unsigned refs; /* the server's, while current, and one per request */
   uint64_t generation; /* the code version it loaded (mp_reload_status) */
   mp_lua_heap heap;
   int run_ref; /* core.run */
@@ -70,9 +72,13 @@ static void *system_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 /* core.run yields this light userdata's address when a handler is over. */
 static char done_marker;
 
-const char *mp_vm_error(const mp_vm *vm) { return vm->error; }
+static const char *last_error(const void *code) {
+  return ((const mp_vm *)code)->error;
+}
 
-size_t mp_vm_heap_size(const mp_vm *vm) { return vm->heap.in_use; }
+static size_t heap_size(const void *code) {
+  return ((const mp_vm *)code)->heap.in_use;
+}
 
 static bool is_dir(const char *path) {
   struct stat st;
@@ -111,28 +117,6 @@ static void error_line(char *err, size_t errlen, const char *msg) {
     }
 }
 
-/* [-0, +0, -] Tells the worker's on_load_file every file the app has
- * loaded so far (core.loaded_files), for the master to watch. */
-static void report_loads(mp_vm *vm) {
-  mp_worker *w = vm->w;
-  if (w->on_load_file == NULL) return;
-  lua_State *L = vm->L;
-  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
-  lua_getfield(L, -1, "moonport.core");
-  if (lua_istable(L, -1)) {
-    lua_getfield(L, -1, "loaded_files");
-    int n = lua_istable(L, -1) ? (int)lua_objlen(L, -1) : 0;
-    for (int i = 1; i <= n; i++) {
-      lua_rawgeti(L, -1, i);
-      const char *path = lua_tostring(L, -1);
-      if (path != NULL) w->on_load_file(w->on_load_ud, path);
-      lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 2);
-}
-
 /* [-0, +0, -] Loads the app and adds its routes. Returns 0 or -1 with err
  * filled. */
 static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
@@ -166,11 +150,9 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
 
   if (luaL_loadfile(L, app) != 0 || lua_pcall(L, 0, 1, 0) != 0) {
     error_line(err, errlen, lua_tostring(L, -1));
-    report_loads(vm);
     lua_settop(L, 0);
     return -1;
   }
-  report_loads(vm);
   lua_pushstring(L, app);
   if (lua_pcall(L, 2, 1, 0) != 0) {
     error_line(err, errlen, lua_tostring(L, -1));
@@ -203,15 +185,18 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
   return 0;
 }
 
-mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen) {
+mp_vm *mp_vm_open(const mp_vm_host *host, const char *app, char *err,
+                  size_t errlen) {
+  const mp_config *cfg = host->cfg;
   mp_vm *vm = calloc(1, sizeof *vm);
   if (vm == NULL) {
     snprintf(err, errlen, "moonport: out of memory");
     return NULL;
   }
-  vm->w = w;
+  vm->host = host;
+  mp_vm_host_self = host;
   vm->refs = 1;
-  vm->generation = w->shared ? mp_shared_reload(w->shared)->generation : 0;
+  vm->generation = host->shared ? mp_shared_reload(host->shared)->generation : 0;
   vm->router = mp_router_new();
   if (vm->router == NULL) {
     snprintf(err, errlen, "moonport: out of memory");
@@ -238,19 +223,18 @@ mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen) {
    * that builds gigabytes while it loads fails its load. */
   mp_charge load = {0};
   mp_charge *was = mp_charge_switch(&load);
-  vm->heap.limit = w->cfg->load_memory_limit;
+  vm->heap.limit = cfg->load_memory_limit;
   luaL_openlibs(vm->L);
   mp_lua_json_preload(vm->L);
   set_path(vm->L, app);
   int rc = load_app(vm, app, err, errlen);
   mp_charge_switch(was);
-  vm->heap.limit = w->cfg->request_memory_limit;
+  vm->heap.limit = cfg->request_memory_limit;
   if (load.lua_exceeded) {
     snprintf(err, errlen,
              "%s: loading needs more than --load-memory-limit (%zu bytes): "
              "an allocation of %llu bytes would have made it hold %lld",
-             w->cfg->mock_dir ? w->cfg->mock_dir : app,
-             w->cfg->load_memory_limit,
+             cfg->mock_dir ? cfg->mock_dir : app, cfg->load_memory_limit,
              (unsigned long long)load.refused_size,
              (long long)load.refused_live);
     goto err;
@@ -279,9 +263,10 @@ void mp_vm_close(mp_vm *vm) {
 
 mp_router *mp_vm_router(const mp_vm *vm) { return vm->router; }
 
-void mp_vm_hold(mp_vm *vm) { vm->refs++; }
+static void hold(void *code) { ((mp_vm *)code)->refs++; }
 
-unsigned mp_vm_release(mp_vm *vm) {
+static unsigned release(void *code) {
+  mp_vm *vm = code;
   assert(vm->refs > 0 && "a VM released more often than held");
   return --vm->refs;
 }
@@ -311,7 +296,7 @@ static void over_limit(mp_vm *vm, mp_request *r) {
            (long long)r->charge.refused_live,
            (unsigned long long)vm->heap.limit);
   log_failure(vm, r, msg);
-  vm->w->stats.memory_limit_hits++;
+  r->srv->stats.memory_limit_hits++;
   lua_gc(vm->L, LUA_GCCOLLECT, 0);
 }
 
@@ -322,7 +307,7 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
   /* The heartbeat: the master kills a worker whose handler runs past
    * --handler-timeout without coming back here (see master.c). The route
    * is written first, so a reader that sees the time sees its route. */
-  mp_worker_slot *slot = vm->w->slot;
+  mp_worker_slot *slot = vm->host->slot;
   if (slot != NULL) {
     slot->generation = vm->generation;
     slot->route = (int32_t)r->match.route->index;
@@ -348,12 +333,12 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
     } else {
       luaL_unref(vm->L, LUA_REGISTRYINDEX, r->co_ref);
     }
-    return ok ? MP_VM_DONE : MP_VM_FAILED;
+    return ok ? MP_CODE_DONE : MP_CODE_FAILED;
   }
   if (st == LUA_YIELD && r->wait != MP_WAIT_NONE && lua_gettop(co) == 1 &&
       lua_touserdata(co, 1) == vm->wait_marker) {
     lua_settop(co, 0);
-    return MP_VM_WAITING;
+    return MP_CODE_WAITING;
   }
   if (r->charge.lua_exceeded)
     over_limit(vm, r);
@@ -362,10 +347,11 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
   else
     log_failure(vm, r, lua_tostring(co, -1));
   drop(vm, r);
-  return MP_VM_FAILED;
+  return MP_CODE_FAILED;
 }
 
-int mp_vm_start(mp_vm *vm, mp_request *r, int handler) {
+static int start(void *code, mp_request *r, int handler) {
+  mp_vm *vm = code;
   lua_State *co;
   if (vm->npool > 0) {
     vm->npool--;
@@ -384,7 +370,8 @@ int mp_vm_start(mp_vm *vm, mp_request *r, int handler) {
   return resume(vm, r, 3);
 }
 
-int mp_vm_resume(mp_vm *vm, mp_request *r) {
+static int resume_waiting(void *code, mp_request *r) {
+  mp_vm *vm = code;
   /* The wait answers whether the client has just gone (told once, with
    * the request, so that its on_abort functions run). */
   if (r->aborted && !r->abort_told) {
@@ -396,6 +383,20 @@ int mp_vm_resume(mp_vm *vm, mp_request *r) {
   return resume(vm, r, 0);
 }
 
-void mp_vm_abandon(mp_vm *vm, mp_request *r) {
+static void abandon(void *code, mp_request *r) {
+  mp_vm *vm = code;
   if (r->co != NULL) drop(vm, r);
 }
+
+static void close_code(void *code) { mp_vm_close(code); }
+
+const mp_code_ops mp_vm_code_ops = {
+    .start = start,
+    .resume = resume_waiting,
+    .abandon = abandon,
+    .hold = hold,
+    .release = release,
+    .close = close_code,
+    .error = last_error,
+    .heap_size = heap_size,
+};

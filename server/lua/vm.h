@@ -16,20 +16,37 @@
 
 #include <stddef.h>
 
-#include "worker.h"
+#include "config.h"
+#include "router.h"
+#include "server.h"
+#include "shared.h"
 
-enum {
-  MP_VM_DONE = 0,    /* the handler returned */
-  MP_VM_FAILED = 1,  /* it raised (logged; see mp_vm_error) */
-  MP_VM_WAITING = 2  /* it is suspended in a wait (sleep, read, write) */
-};
+typedef struct mp_vm mp_vm;
 
-/* Creates the VM, loads `app` and builds its router. The VM starts with
- * one reference (its creator's). Every file the app loads is passed to
- * w->on_load_file when set, whether the load succeeds or not. On failure
- * returns NULL with one line in err: "file:line: message" where Lua gives
- * a line, "file: message" otherwise. */
-mp_vm *mp_vm_open(mp_worker *w, const char *app, char *err, size_t errlen);
+/* What a VM needs from the process that makes it: no more than this, so
+ * a worker, the master's check process and --check make VMs alike. */
+typedef struct mp_vm_host {
+  const mp_config *cfg; /* the limits; the mock's settings */
+  mp_shared *shared;    /* the stores; the code generation a load is */
+  mp_worker_slot *slot; /* the heartbeat handlers beat, or NULL */
+  /* When set, told every file an app loads (by require, dofile,
+   * loadfile, or a mock mapping), whether the load succeeds or not, at
+   * load time and later (a require inside a handler). */
+  void (*on_load_file)(void *ud, const char *path);
+  void *ud;
+} mp_vm_host;
+
+/* The host of the VMs of this process (the FFI functions reach it here):
+ * the last one mp_vm_open was given. */
+extern const mp_vm_host *mp_vm_host_self;
+
+/* Creates the VM, loads `app` (under --load-memory-limit) and builds its
+ * router. host must outlive the VM. The VM starts with one reference (its
+ * creator's). On failure returns NULL with one line in err:
+ * "file:line: message" where Lua gives a line, "file: message"
+ * otherwise. */
+mp_vm *mp_vm_open(const mp_vm_host *host, const char *app, char *err,
+                  size_t errlen);
 /* Closes the state and frees the router. Only when nothing holds it. */
 void mp_vm_close(mp_vm *vm);
 
@@ -40,23 +57,10 @@ const char *mp_vm_library_dir(void);
 /* The router built from this VM's app. */
 mp_router *mp_vm_router(const mp_vm *vm);
 
-/* A request running on the VM holds it; the worker holds its current one.
- * mp_vm_release returns the references left: at 0 the VM may be closed. */
-void mp_vm_hold(mp_vm *vm);
-unsigned mp_vm_release(mp_vm *vm);
-
-/* Runs the handler (a registry reference) for r. Returns MP_VM_*. */
-int mp_vm_start(mp_vm *vm, mp_request *r, int handler);
-/* Resumes r's suspended handler; its wait returns true, the request's
- * context when the client has just gone (told once). Returns MP_VM_*. */
-int mp_vm_resume(mp_vm *vm, mp_request *r);
-/* Drops r's suspended coroutine without resuming it. */
-void mp_vm_abandon(mp_vm *vm, mp_request *r);
-
-/* Bytes live in the Lua heap. */
-size_t mp_vm_heap_size(const mp_vm *vm);
-
-/* The message of the last handler failure (for --debug responses). */
-const char *mp_vm_error(const mp_vm *vm);
+/* How a server runs handlers on a VM (server.h): start, resume and
+ * abandon handlers, hold and release the VM, its last error, its heap's
+ * size. Resuming a handler makes its wait return true, and the request's
+ * context when the client has just gone (told once). */
+extern const mp_code_ops mp_vm_code_ops;
 
 #endif

@@ -304,15 +304,10 @@ int mp_check_child_main(const mp_config *cfg, int master) {
     report("E", msg, (size_t)n);
     return 1;
   }
-  static mp_worker scratch;
-  memset(&scratch, 0, sizeof scratch);
-  scratch.cfg = cfg;
-  scratch.shared = shared;
-  scratch.on_load_file = report_file;
-  mp_worker_self = &scratch;
+  mp_vm_host host = {.cfg = cfg, .shared = shared, .on_load_file = report_file};
   char err[1024];
   int status = 1;
-  mp_vm *vm = mp_vm_open(&scratch, cfg->app, err, sizeof err);
+  mp_vm *vm = mp_vm_open(&host, cfg->app, err, sizeof err);
   if (vm == NULL) {
     report("E", err, strlen(err));
   } else {
@@ -329,8 +324,6 @@ int mp_check_child_main(const mp_config *cfg, int master) {
     mp_vm_close(vm);
     status = 0;
   }
-  free(scratch.scratch);
-  mp_worker_self = NULL;
   mp_shared_close(shared);
   return status;
 }

@@ -62,18 +62,22 @@ static int check(const mp_config *cfg) {
             mp_strerror(rc));
     return 1;
   }
-  static mp_worker w;
-  rc = mp_worker_init(&w, cfg, shared, 0);
+  mp_vm_host host = {.cfg = cfg, .shared = shared};
+  char err[1024];
+  mp_vm *vm = mp_vm_open(&host, cfg->app, err, sizeof err);
   setitimer(ITIMER_REAL, &(struct itimerval){0}, NULL);
-  if (rc == 0) {
+  if (vm != NULL) {
+    const mp_router *router = mp_vm_router(vm);
     printf("%s%s: ok, %u route%s\n", cfg->mock_dir ? "--mock " : "",
-           cfg->mock_dir ? cfg->mock_dir : cfg->app, mp_router_count(w.router),
-           mp_router_count(w.router) == 1 ? "" : "s");
-    print_routes(w.router);
+           cfg->mock_dir ? cfg->mock_dir : cfg->app, mp_router_count(router),
+           mp_router_count(router) == 1 ? "" : "s");
+    print_routes(router);
+    mp_vm_close(vm);
+  } else {
+    fprintf(stderr, "%s\n", err);
   }
-  mp_worker_destroy(&w);
   mp_shared_close(shared);
-  return rc;
+  return vm != NULL ? 0 : 1;
 }
 
 int main(int argc, char **argv) {

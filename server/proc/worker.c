@@ -1,7 +1,7 @@
 /*
  * A worker (see worker.h). It owns the loop and, through it, the listener,
- * the signal handles, the control socket to the master, the connections
- * and the requests. Shutdown closes the listener and every connection, then
+ * the signal handles, the control socket to the master, and the server
+ * (req/server.h) that holds the connections and the requests. Shutdown closes the listener and every connection, then
  * runs the loop until every handle's close callback has run, so that
  * nothing is freed while libuv holds it.
  *
@@ -28,38 +28,15 @@
 #include "conn.h"
 #include "errors.h"
 #include "log.h"
-#include "vm.h"
 #include "master.h"
 #include "request.h"
-
-mp_worker *mp_worker_self;
-
-const char *mp_worker_date(mp_worker *w, size_t *len) {
-  /* uv_now() is the loop's cached clock: no system call here. */
-  uint64_t now_ms = uv_now(w->loop);
-  if (w->date_len == 0 || now_ms / 1000 != w->date_sec) {
-    w->date_sec = now_ms / 1000;
-    w->date_len = mp_http1_date_line(w->date, time(NULL));
-  }
-  *len = w->date_len;
-  return w->date;
-}
-
-char *mp_worker_scratch(mp_worker *w, size_t n) {
-  if (n <= w->scratch_cap) return w->scratch;
-  char *p = mp_realloc(w->scratch, w->scratch_cap, n);
-  if (p == NULL) return NULL;
-  w->scratch = p;
-  w->scratch_cap = n;
-  return p;
-}
+#include "stats_endpoint.h"
 
 static void on_sweep(uv_timer_t *t) {
-  mp_conn_sweep(t->data);
-  mp_request_sweep(t->data);
+  mp_worker *w = t->data;
+  mp_conn_sweep(&w->srv);
+  mp_request_sweep(&w->srv);
 }
-
-void mp_worker_on_turn(uv_idle_t *h) { mp_conn_run_deferred(h->data); }
 
 static void on_log_flush(uv_check_t *h) {
   (void)h;
@@ -72,7 +49,7 @@ static void on_connection(uv_stream_t *server, int status) {
     mp_log(MP_LOG_ERROR, "accept: %s", uv_strerror(status));
     return;
   }
-  mp_conn_accept(w);
+  mp_conn_accept(&w->srv, server);
 }
 
 /* Closes what is left; the loop ends once the close callbacks have run. A
@@ -81,50 +58,48 @@ static void on_connection(uv_stream_t *server, int status) {
 static void stop_now(mp_worker *w) {
   if (w->stopped) return;
   w->stopped = true;
-  w->stopping = true;
+  w->srv.stopping = true;
   if (!uv_is_closing((uv_handle_t *)&w->listener))
     uv_close((uv_handle_t *)&w->listener, NULL);
   uv_close((uv_handle_t *)&w->sigterm, NULL);
   uv_close((uv_handle_t *)&w->sigusr1, NULL);
   uv_close((uv_handle_t *)&w->drain_timer, NULL);
   uv_close((uv_handle_t *)&w->sweep_timer, NULL);
-  uv_close((uv_handle_t *)&w->turn_idle, NULL);
   if (w->control.loop != NULL && !uv_is_closing((uv_handle_t *)&w->control))
     uv_close((uv_handle_t *)&w->control, NULL);
   signal(SIGTERM, SIG_IGN);
   signal(SIGUSR1, SIG_IGN);
   if (uv_is_active((uv_handle_t *)&w->log_flush))
     uv_close((uv_handle_t *)&w->log_flush, NULL);
-  uv_close((uv_handle_t *)&w->retire, NULL);
-  mp_conn_close_all(w);
-  mp_request_close_all(w);
+  mp_server_close(&w->srv);
+  mp_conn_close_all(&w->srv);
+  mp_request_close_all(&w->srv);
 }
 
 static void on_drain_timeout(uv_timer_t *t) {
   mp_worker *w = t->data;
   mp_log(MP_LOG_WARN, "shutdown: %u connection%s still busy after %.1f s, "
-         "closing them", w->nconns, w->nconns == 1 ? "" : "s",
+         "closing them", w->srv.nconns, w->srv.nconns == 1 ? "" : "s",
          (double)w->cfg->shutdown_timeout_ms / 1000.0);
   stop_now(w);
 }
 
-void mp_worker_conn_closed(mp_worker *w) {
-  if (w->stopping && w->nconns == 0 && w->ndetached == 0) stop_now(w);
-}
+/* The server has nothing left to serve while stopping. */
+static void on_drained(mp_server *s) { stop_now((mp_worker *)s); }
 
 /* The first SIGTERM (or the master going away) drains: no new
  * connections, idle ones close, busy ones close after the response in
  * flight. A second one, or the shutdown timeout, closes everything at
  * once. */
 static void drain(mp_worker *w) {
-  if (w->stopping) {
+  if (w->srv.stopping) {
     stop_now(w);
     return;
   }
-  w->stopping = true;
+  w->srv.stopping = true;
   uv_close((uv_handle_t *)&w->listener, NULL);
-  mp_conn_drain_all(w);
-  if (w->nconns == 0 && w->ndetached == 0) {
+  mp_conn_drain_all(&w->srv);
+  if (w->srv.nconns == 0 && w->srv.ndetached == 0) {
     stop_now(w);
     return;
   }
@@ -132,36 +107,15 @@ static void drain(mp_worker *w) {
                  0);
 }
 
-static void close_retired(uv_check_t *h) {
-  mp_worker *w = h->data;
-  for (unsigned i = 0; i < w->nretired; i++) mp_vm_close(w->retired[i]);
-  w->nretired = 0;
-  uv_check_stop(h);
-}
-
-void mp_worker_release_vm(mp_worker *w, mp_vm *vm) {
-  if (mp_vm_release(vm) > 0) return;
-  mp_vm **list = mp_realloc(w->retired, w->nretired * sizeof *list,
-                            (w->nretired + 1) * sizeof *list);
-  if (list == NULL) { /* closing now beats keeping a whole state */
-    mp_vm_close(vm);
-    return;
-  }
-  w->retired = list;
-  w->retired[w->nretired++] = vm;
-  if (!uv_is_closing((uv_handle_t *)&w->retire))
-    uv_check_start(&w->retire, close_retired);
-}
-
 /* Loads the app into a new VM with the heartbeat saying so: the master
  * kills a worker whose load takes longer than --load-timeout. */
 static mp_vm *load(mp_worker *w, char *err, size_t errlen) {
-  mp_worker_slot *slot = w->slot;
+  mp_worker_slot *slot = w->srv.slot;
   if (slot != NULL) {
     slot->route = MP_SLOT_LOADING;
     slot->busy_since_ms = mp_shared_now_ms();
   }
-  mp_vm *vm = mp_vm_open(w, w->cfg->app, err, errlen);
+  mp_vm *vm = mp_vm_open(&w->host, w->cfg->app, err, errlen);
   if (slot != NULL) {
     slot->busy_since_ms = 0;
     slot->route = -1;
@@ -177,18 +131,29 @@ int mp_worker_reload(mp_worker *w) {
            err);
     return -1;
   }
-  mp_router *router = mp_vm_router(vm);
-  if (mp_stats_reset_routes(&w->stats, mp_router_count(router)) != 0) {
+  if (mp_server_set_code(&w->srv, &mp_vm_code_ops, vm, mp_vm_router(vm)) != 0) {
     mp_log(MP_LOG_ERROR, "reload failed: out of memory; still serving the "
            "code it had");
     mp_vm_close(vm);
     return -1;
   }
-  mp_vm *old = w->vm;
-  w->vm = vm;
-  w->router = router;
-  mp_worker_release_vm(w, old);
   return 0;
+}
+
+/* The app loaded a file while serving (a require inside a handler): the
+ * master watches it too. Files loaded before the control socket is open
+ * are the master's check's to report. */
+static void on_load_file(void *ud, const char *path) {
+  mp_worker *w = ud;
+  size_t len = strlen(path);
+  char line[PATH_MAX + 2];
+  if (w->control.loop == NULL || len == 0 || len > PATH_MAX) return;
+  line[0] = 'F';
+  memcpy(line + 1, path, len);
+  line[len + 1] = '\n';
+  uv_buf_t buf = uv_buf_init(line, (unsigned)len + 2);
+  /* Best effort: a full socket only means this file is not watched. */
+  uv_try_write((uv_stream_t *)&w->control, &buf, 1);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -213,13 +178,13 @@ static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   mp_worker *w = s->data;
   if (n > 0) {
     /* Several changes queued while this worker was busy need one load. */
-    if (memchr(buf->base, 'L', (size_t)n) != NULL && !w->stopping)
+    if (memchr(buf->base, 'L', (size_t)n) != NULL && !w->srv.stopping)
       mp_worker_reload(w);
     return;
   }
   if (n == 0) return;
   uv_read_stop(s);
-  if (!w->stopping) {
+  if (!w->srv.stopping) {
     mp_log(MP_LOG_WARN, "the master has exited; stopping");
     drain(w);
   }
@@ -329,7 +294,7 @@ static int listen_on(mp_worker *w) {
   int fd, port;
   int rc = mp_listen_socket(w->cfg->host, w->cfg->port, true, &fd, &port, NULL);
   if (rc != 0) return rc;
-  uv_tcp_init(w->loop, &w->listener);
+  uv_tcp_init(w->srv.loop, &w->listener);
   w->listener.data = w;
   rc = uv_tcp_open(&w->listener, fd);
   if (rc == 0) rc = uv_listen((uv_stream_t *)&w->listener, 511, on_connection);
@@ -354,43 +319,32 @@ int mp_worker_shared_create(const mp_config *cfg, unsigned nslots,
 int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
                    unsigned id) {
   memset(w, 0, sizeof *w);
-  mp_worker_self = w;
   w->cfg = cfg;
   w->id = id;
-  w->shared = shared;
-  w->loop = uv_default_loop();
-  w->limits.max_header_size = cfg->max_header_size;
-  w->limits.max_body_size = cfg->max_body_size;
-  w->limits.max_headers = cfg->max_headers;
+  mp_server *srv = &w->srv;
+  mp_server_init(srv, uv_default_loop(), cfg, id, shared);
+  srv->on_drained = on_drained;
+  if (cfg->stats) srv->intercept = mp_stats_endpoint;
   mp_http1_set_server(cfg->server_header); /* checked by mp_config_parse */
-  /* Room for a whole head plus the start of what follows it. */
-  w->rbuf_size = cfg->max_header_size + 4096;
-  mp_pool_init(&w->conn_pool, mp_conn_size(), 1024);
-  mp_pool_init(&w->req_pool,
-               sizeof(uv_write_t) > sizeof(uv_shutdown_t) ? sizeof(uv_write_t)
-                                                          : sizeof(uv_shutdown_t),
-               256);
-  mp_pool_init(&w->rbuf_pool, w->rbuf_size, 64);
-  mp_pool_init(&w->out_pool, 16 * 1024, 256);
   signal(SIGPIPE, SIG_IGN);
 
-  w->slot = id > 0 ? mp_shared_slot(shared, id) : NULL;
-  if (w->slot != NULL) {
-    w->slot->busy_since_ms = 0;
-    w->slot->route = -1;
-    w->slot->conns = 0;
-    w->slot->pid = (int32_t)getpid();
+  if (srv->slot != NULL) {
+    srv->slot->busy_since_ms = 0;
+    srv->slot->route = -1;
+    srv->slot->conns = 0;
+    srv->slot->pid = (int32_t)getpid();
   }
+  w->host = (mp_vm_host){.cfg = cfg, .shared = shared, .slot = srv->slot,
+                         .on_load_file = on_load_file, .ud = w};
   char err[1024];
-  w->vm = load(w, err, sizeof err);
-  if (w->vm == NULL) {
+  mp_vm *vm = load(w, err, sizeof err);
+  if (vm == NULL) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
-  w->router = mp_vm_router(w->vm);
-  if (cfg->check) return 0;
-  if (mp_stats_init(&w->stats, mp_router_count(w->router)) != 0) {
+  if (mp_server_set_code(srv, &mp_vm_code_ops, vm, mp_vm_router(vm)) != 0) {
     fprintf(stderr, "moonport: out of memory\n");
+    mp_vm_close(vm);
     return 1;
   }
   if (cfg->access_log != NULL) {
@@ -400,28 +354,24 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
               cfg->access_log, strerror(-rc));
       return 1;
     }
-    uv_check_init(w->loop, &w->log_flush);
+    uv_check_init(srv->loop, &w->log_flush);
     uv_check_start(&w->log_flush, on_log_flush);
     uv_unref((uv_handle_t *)&w->log_flush);
   }
   raise_fd_limit(cfg);
   if (listen_on(w) != 0) return 1;
 
-  uv_timer_init(w->loop, &w->drain_timer);
+  uv_timer_init(srv->loop, &w->drain_timer);
   w->drain_timer.data = w;
-  uv_check_init(w->loop, &w->retire);
-  w->retire.data = w;
   /* The sweep needs no finer grain: timeouts are whole seconds or more. */
-  uv_idle_init(w->loop, &w->turn_idle);
-  w->turn_idle.data = w;
-  uv_timer_init(w->loop, &w->sweep_timer);
+  uv_timer_init(srv->loop, &w->sweep_timer);
   w->sweep_timer.data = w;
   uv_timer_start(&w->sweep_timer, on_sweep, 1000, 1000);
   uv_unref((uv_handle_t *)&w->sweep_timer);
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
-  uv_signal_init(w->loop, &w->sigterm);
-  uv_signal_init(w->loop, &w->sigusr1);
+  uv_signal_init(srv->loop, &w->sigterm);
+  uv_signal_init(srv->loop, &w->sigusr1);
   w->sigterm.data = w->sigusr1.data = w;
   uv_signal_start(&w->sigterm, on_signal, SIGTERM);
   uv_signal_start(&w->sigusr1, on_signal, SIGUSR1);
@@ -503,7 +453,7 @@ int mp_worker_main(const mp_config *cfg, unsigned id, int master) {
   if (status == 0) {
     /* One byte says "listening"; then the socket only carries the end of
      * file that says the master is gone. */
-    uv_pipe_init(w.loop, &w.control, 0);
+    uv_pipe_init(w.srv.loop, &w.control, 0);
     w.control.data = &w;
     if (write(MP_WORKER_CONTROL_FD, "R", 1) != 1 ||
         uv_pipe_open(&w.control, MP_WORKER_CONTROL_FD) != 0) {
@@ -513,7 +463,7 @@ int mp_worker_main(const mp_config *cfg, unsigned id, int master) {
     } else {
       uv_read_start((uv_stream_t *)&w.control, on_control_alloc, on_control);
       mp_release_startup_pages();
-      uv_run(w.loop, UV_RUN_DEFAULT);
+      uv_run(w.srv.loop, UV_RUN_DEFAULT);
     }
   }
   mp_worker_destroy(&w);
@@ -521,113 +471,14 @@ int mp_worker_main(const mp_config *cfg, unsigned id, int master) {
   return status;
 }
 
-static int put(mp_buf *out, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Appends printf output to out. Returns 0 or MP_NOMEM. */
-static int put(mp_buf *out, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0 || mp_buf_reserve(out, (size_t)n + 1) != 0) return MP_NOMEM;
-  va_start(ap, fmt);
-  vsnprintf(out->data + out->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  out->len += (size_t)n;
-  return 0;
-}
-
-/* "reload":{...}: what the master's last reloads did. */
-static int reload_json(mp_worker *w, mp_buf *out) {
-  const mp_reload_status *st = mp_shared_reload(w->shared);
-  char msg[sizeof st->last_error];
-  memcpy(msg, st->last_error, sizeof msg);
-  msg[sizeof msg - 1] = '\0';
-  char quoted[sizeof msg * 6 + 3];
-  size_t n = mp_http1_json_string(quoted, sizeof quoted - 1, msg, strlen(msg));
-  quoted[n] = '\0';
-  return put(out,
-             "\"reload\":{\"generation\":%llu,\"reloads\":%llu,"
-             "\"failures\":%llu,\"last_ok\":%s,\"last_error\":%s}",
-             (unsigned long long)st->generation,
-             (unsigned long long)st->reloads,
-             (unsigned long long)st->failures, st->last_ok ? "true" : "false",
-             msg[0] ? quoted : "null");
-}
-
-/* "name":{...}: how full store i is. */
-static int store_json(mp_worker *w, mp_buf *out, const char *name,
-                      unsigned i) {
-  size_t cap = 0, used = 0;
-  unsigned entries = 0;
-  mp_shared_usage(mp_shared_store(w->shared, i), &cap, &used, &entries);
-  return put(out,
-             "\"%s\":{\"capacity_bytes\":%zu,\"used_bytes\":%zu,"
-             "\"entries\":%u},", name, cap, used, entries);
-}
-
-int mp_worker_stats_json(mp_worker *w, mp_buf *out) {
-  const mp_stats *st = &w->stats;
-  int rc = put(out,
-               "{\"worker\":{\"id\":%u,\"pid\":%d,\"requests\":%llu,"
-               "\"connections\":{\"open\":%u,\"accepted\":%llu,\"refused\":%llu,"
-               "\"unsent_bytes\":%zu},"
-               "\"lua_heap_bytes\":%zu,\"mallocs\":%llu,"
-               "\"memory_limit_hits\":%llu},",
-               w->id, (int)getpid(), (unsigned long long)st->requests, w->nconns,
-               (unsigned long long)st->accepted,
-               (unsigned long long)st->refused, mp_conn_unsent_all(w),
-               mp_vm_heap_size(w->vm),
-               (unsigned long long)mp_malloc_count,
-               (unsigned long long)st->memory_limit_hits);
-  if (rc == 0) rc = store_json(w, out, "shared", MP_STORE_SHARED);
-  if (rc == 0) rc = store_json(w, out, "mock_state", MP_STORE_MOCK);
-  if (rc == 0) rc = store_json(w, out, "mock_journal", MP_STORE_JOURNAL);
-  if (rc == 0) rc = put(out, "\"routes\":[");
-  for (unsigned i = 0; rc == 0 && i < st->nroutes; i++) {
-    const mp_route *route = mp_router_route(w->router, i);
-    const mp_route_stats *r = &st->routes[i];
-    double n = r->count ? (double)r->count : 1.0;
-    char pattern[600];
-    size_t plen = mp_http1_json_string(pattern, sizeof pattern - 1,
-                                       route->pattern, strlen(route->pattern));
-    pattern[plen] = '\0';
-    rc = put(out,
-             "%s{\"method\":\"%s\",\"pattern\":%s,\"count\":%llu,"
-             "\"lua_bytes\":{\"mean\":%.1f,\"max\":%llu,\"total\":%llu},"
-             "\"c_bytes\":{\"mean\":%.1f,\"total\":%llu},"
-             "\"handler_ms\":{\"p50\":%.3f,\"p99\":%.3f}}",
-             i ? "," : "",
-             llhttp_method_name((llhttp_method_t)route->method), pattern,
-             (unsigned long long)r->count, (double)r->lua_bytes / n,
-             (unsigned long long)r->lua_max, (unsigned long long)r->lua_bytes,
-             (double)r->c_bytes / n, (unsigned long long)r->c_bytes,
-             (double)mp_stats_percentile_us(r, 0.50) / 1000.0,
-             (double)mp_stats_percentile_us(r, 0.99) / 1000.0);
-  }
-  if (rc == 0) rc = put(out, "],");
-  if (rc == 0) rc = reload_json(w, out);
-  if (rc == 0) rc = put(out, "}");
-  return rc;
-}
-
 void mp_worker_destroy(mp_worker *w) {
+  uv_loop_t *loop = w->srv.loop;
   if (!w->stopped && uv_is_active((uv_handle_t *)&w->sigterm)) stop_now(w);
+  mp_server_close(&w->srv);
   /* Let every close callback run before the memory goes. */
-  uv_run(w->loop, UV_RUN_DEFAULT);
-  if (w->vm != NULL) mp_vm_close(w->vm);
-  for (unsigned i = 0; i < w->nretired; i++) mp_vm_close(w->retired[i]);
-  free(w->retired);
-  mp_request_free_all(w);
-  uv_run(w->loop, UV_RUN_DEFAULT);
-  uv_loop_close(w->loop);
-  mp_stats_free(&w->stats);
+  uv_run(loop, UV_RUN_DEFAULT);
+  mp_server_destroy(&w->srv);
+  uv_run(loop, UV_RUN_DEFAULT);
+  uv_loop_close(loop);
   mp_access_log_close();
-  mp_pool_destroy(&w->conn_pool);
-  mp_pool_destroy(&w->req_pool);
-  mp_pool_destroy(&w->rbuf_pool);
-  mp_pool_destroy(&w->out_pool);
-  free(w->scratch);
-  mp_worker_self = NULL;
 }

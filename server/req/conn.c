@@ -55,7 +55,7 @@
 
 struct mp_conn {
   uv_tcp_t tcp;
-  mp_worker *w;
+  mp_server *srv;
   mp_conn *prev;
   mp_conn *next;
   mp_conn *defer_prev; /* on the worker's deferred list while deferred */
@@ -142,9 +142,9 @@ static size_t pending_out(const mp_conn *c) {
 
 size_t mp_conn_unsent(const mp_conn *c) { return pending_out(c); }
 
-size_t mp_conn_unsent_all(const mp_worker *w) {
+size_t mp_conn_unsent_all(const mp_server *s) {
   size_t total = 0;
-  for (const mp_conn *c = w->conns; c != NULL; c = c->next)
+  for (const mp_conn *c = s->conns; c != NULL; c = c->next)
     total += pending_out(c);
   return total;
 }
@@ -155,7 +155,7 @@ size_t mp_conn_unsent_all(const mp_worker *w) {
 static void defer(mp_conn *c);
 static void wake_writer_later(mp_conn *c) {
   if (c->req != NULL && c->req->wait == MP_WAIT_WRITE &&
-      pending_out(c) <= c->w->cfg->write_high_water)
+      pending_out(c) <= c->srv->cfg->write_high_water)
     defer(c);
 }
 
@@ -163,7 +163,7 @@ static void wake_writer_later(mp_conn *c) {
 static bool ready_to_wake(const mp_conn *c) {
   const mp_request *r = c->req;
   if (r->wait == MP_WAIT_WRITE)
-    return pending_out(c) <= c->w->cfg->write_high_water;
+    return pending_out(c) <= c->srv->cfg->write_high_water;
   if (r->wait == MP_WAIT_BODY) return r->body.len > 0 || r->body_done;
   return false;
 }
@@ -190,8 +190,8 @@ static void compact(mp_conn *c) {
 }
 
 static size_t room(const mp_conn *c) {
-  if (c->rbuf == NULL) return c->w->rbuf_size;
-  return c->w->rbuf_size - head_to_keep(c) - (c->rlen - c->rpos);
+  if (c->rbuf == NULL) return c->srv->rbuf_size;
+  return c->srv->rbuf_size - head_to_keep(c) - (c->rlen - c->rpos);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -202,13 +202,13 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     return;
   }
   if (c->rbuf == NULL) {
-    c->rbuf = mp_pool_get(&c->w->rbuf_pool);
+    c->rbuf = mp_pool_get(&c->srv->rbuf_pool);
     if (c->rbuf == NULL) {
       *buf = uv_buf_init(NULL, 0); /* the read fails with UV_ENOBUFS */
       return;
     }
   }
-  size_t cap = c->w->rbuf_size;
+  size_t cap = c->srv->rbuf_size;
   if (cap - c->rlen < cap / 4) compact(c);
   *buf = uv_buf_init(c->rbuf + c->rlen, (unsigned)(cap - c->rlen));
 }
@@ -238,10 +238,10 @@ static void update_reading(mp_conn *c) {
 
 static void on_close(uv_handle_t *h) {
   mp_conn *c = h->data;
-  if (c->rbuf != NULL) mp_pool_put(&c->w->rbuf_pool, c->rbuf);
+  if (c->rbuf != NULL) mp_pool_put(&c->srv->rbuf_pool, c->rbuf);
   mp_buf_release(&c->out);
   mp_buf_release(&c->wbuf);
-  mp_pool_put(&c->w->conn_pool, c);
+  mp_pool_put(&c->srv->conn_pool, c);
 }
 
 /* Lets go of the request in progress, whatever its state: a handler still
@@ -257,15 +257,17 @@ static void drop_request(mp_conn *c) {
     mp_request_release(r);
 }
 
+static void on_turn(uv_idle_t *h) { mp_conn_run_deferred(h->data); }
+
 static void defer(mp_conn *c) {
   if (c->deferred) return;
-  mp_worker *w = c->w;
+  mp_server *s = c->srv;
   c->deferred = true;
   c->defer_prev = NULL;
-  c->defer_next = w->deferred;
-  if (w->deferred != NULL) w->deferred->defer_prev = c;
-  w->deferred = c;
-  uv_idle_start(&w->turn_idle, mp_worker_on_turn);
+  c->defer_next = s->deferred;
+  if (s->deferred != NULL) s->deferred->defer_prev = c;
+  s->deferred = c;
+  uv_idle_start(&s->turn_idle, on_turn);
 }
 
 static void undefer(mp_conn *c) {
@@ -273,15 +275,15 @@ static void undefer(mp_conn *c) {
   if (c->defer_prev != NULL)
     c->defer_prev->defer_next = c->defer_next;
   else
-    c->w->deferred = c->defer_next;
+    c->srv->deferred = c->defer_next;
   if (c->defer_next != NULL) c->defer_next->defer_prev = c->defer_prev;
   c->deferred = false;
 }
 
-void mp_conn_run_deferred(mp_worker *w) {
+void mp_conn_run_deferred(mp_server *s) {
   /* Those deferred again while this runs wait for the next turn. */
-  mp_conn *list = w->deferred;
-  w->deferred = NULL;
+  mp_conn *list = s->deferred;
+  s->deferred = NULL;
   for (mp_conn *c = list; c != NULL; c = c->defer_next) c->deferred = false;
   while (list != NULL) {
     mp_conn *c = list;
@@ -293,7 +295,7 @@ void mp_conn_run_deferred(mp_worker *w) {
     else
       conn_process(c);
   }
-  if (w->deferred == NULL) uv_idle_stop(&w->turn_idle);
+  if (s->deferred == NULL) uv_idle_stop(&s->turn_idle);
 }
 
 static void conn_close(mp_conn *c) {
@@ -301,23 +303,23 @@ static void conn_close(mp_conn *c) {
   c->closing = true;
   undefer(c);
   drop_request(c);
-  mp_worker *w = c->w;
+  mp_server *s = c->srv;
   if (c->prev != NULL)
     c->prev->next = c->next;
   else
-    w->conns = c->next;
+    s->conns = c->next;
   if (c->next != NULL) c->next->prev = c->prev;
-  w->nconns--;
-  if (w->slot != NULL) w->slot->conns = (int32_t)w->nconns;
+  s->nconns--;
+  if (s->slot != NULL) s->slot->conns = (int32_t)s->nconns;
   /* A reset is sent by closing with SO_LINGER at zero; the handle closes
    * the same way otherwise. */
   if (!c->reset || uv_tcp_close_reset(&c->tcp, on_close) != 0)
     uv_close((uv_handle_t *)&c->tcp, on_close);
-  mp_worker_conn_closed(w);
+  mp_server_conn_closed(s);
 }
 
-void mp_conn_drain_all(mp_worker *w) {
-  mp_conn *c = w->conns;
+void mp_conn_drain_all(mp_server *s) {
+  mp_conn *c = s->conns;
   while (c != NULL) {
     mp_conn *next = c->next;
     /* A running handler finishes first (finish_request then ends the
@@ -332,14 +334,14 @@ void mp_conn_drain_all(mp_worker *w) {
   }
 }
 
-void mp_conn_close_all(mp_worker *w) {
-  while (w->conns != NULL) conn_close(w->conns);
+void mp_conn_close_all(mp_server *s) {
+  while (s->conns != NULL) conn_close(s->conns);
 }
 
 static void timed_out(mp_conn *c, const char *text) {
   bool answered = c->req != NULL && c->req->res != MP_RES_NEW;
   drop_request(c);
-  if (!answered) mp_response_error_to(c->w, &c->out, 408, text, true, NULL, 0);
+  if (!answered) mp_response_error_to(c->srv, &c->out, 408, text, true, NULL, 0);
   c->close_after_flush = true;
   mp_conn_flush(c);
 }
@@ -352,13 +354,13 @@ static bool write_stalled(mp_conn *c, uint64_t now) {
     c->write_queued = queued;
     c->write_since = now;
   }
-  return now - c->write_since >= c->w->cfg->write_timeout_ms;
+  return now - c->write_since >= c->srv->cfg->write_timeout_ms;
 }
 
-void mp_conn_sweep(mp_worker *w) {
-  uint64_t now = uv_now(w->loop);
-  const mp_config *cfg = w->cfg;
-  mp_conn *c = w->conns;
+void mp_conn_sweep(mp_server *s) {
+  uint64_t now = uv_now(s->loop);
+  const mp_config *cfg = s->cfg;
+  mp_conn *c = s->conns;
   while (c != NULL) {
     mp_conn *next = c->next; /* conn_close unlinks c */
     if (c->lingering) {
@@ -387,7 +389,7 @@ void mp_conn_sweep(mp_worker *w) {
 
 static void on_shutdown(uv_shutdown_t *req, int status) {
   mp_conn *c = req->data;
-  mp_pool_put(&c->w->req_pool, req);
+  mp_pool_put(&c->srv->req_pool, req);
   if (c->closing) return;
   if (status < 0 || c->eof) conn_close(c);
 }
@@ -400,15 +402,15 @@ static void begin_shutdown(mp_conn *c) {
   }
   c->lingering = true;
   drop_request(c);
-  c->linger_since = uv_now(c->w->loop);
-  uv_shutdown_t *sreq = mp_pool_get(&c->w->req_pool);
+  c->linger_since = uv_now(c->srv->loop);
+  uv_shutdown_t *sreq = mp_pool_get(&c->srv->req_pool);
   if (sreq == NULL) {
     conn_close(c);
     return;
   }
   sreq->data = c;
   if (uv_shutdown(sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
-    mp_pool_put(&c->w->req_pool, sreq);
+    mp_pool_put(&c->srv->req_pool, sreq);
     conn_close(c);
     return;
   }
@@ -417,7 +419,7 @@ static void begin_shutdown(mp_conn *c) {
 
 static void on_write(uv_write_t *req, int status) {
   mp_conn *c = req->data;
-  mp_pool_put(&c->w->req_pool, req);
+  mp_pool_put(&c->srv->req_pool, req);
   c->writing = false;
   c->wbuf.len = 0;
   if (c->closing) return;
@@ -459,7 +461,7 @@ void mp_conn_flush(mp_conn *c) {
   c->out = tmp;
   c->out.len = 0;
   b = uv_buf_init(c->wbuf.data + n, (unsigned)(c->wbuf.len - (size_t)n));
-  uv_write_t *wreq = mp_pool_get(&c->w->req_pool);
+  uv_write_t *wreq = mp_pool_get(&c->srv->req_pool);
   if (wreq == NULL) {
     conn_close(c);
     return;
@@ -467,12 +469,12 @@ void mp_conn_flush(mp_conn *c) {
   wreq->data = c;
   int rc = uv_write(wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
   if (rc != 0) {
-    mp_pool_put(&c->w->req_pool, wreq);
+    mp_pool_put(&c->srv->req_pool, wreq);
     conn_close(c);
     return;
   }
   c->writing = true;
-  c->write_since = uv_now(c->w->loop);
+  c->write_since = uv_now(c->srv->loop);
   c->write_queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
   update_reading(c);
 }
@@ -501,9 +503,9 @@ static void protocol_error(mp_conn *c) {
   drop_request(c);
   c->close_after_flush = true;
   if (answered) return;
-  int n = mp_response_error_to(c->w, &c->out, c->h1.status, text, true, NULL, 0);
+  int n = mp_response_error_to(c->srv, &c->out, c->h1.status, text, true, NULL, 0);
   c->close_after_flush = true;
-  c->w->stats.requests++;
+  c->srv->stats.requests++;
   mp_access_log(mp_conn_peer_name(c), "-", 1, c->h1.status,
                 n > 0 ? (uint64_t)n : 0, 0.0, 0, 0);
 }
@@ -515,8 +517,8 @@ static void finish_request(mp_conn *c) {
   mp_request_release(r);
   c->req = NULL;
   mp_http1_next(&c->h1, c->rpos);
-  c->last_active = uv_now(c->w->loop);
-  if (!keep || c->w->stopping) c->close_after_flush = true;
+  c->last_active = uv_now(c->srv->loop);
+  if (!keep || c->srv->stopping) c->close_after_flush = true;
 }
 
 static void after_process(mp_conn *c) {
@@ -527,7 +529,7 @@ static void after_process(mp_conn *c) {
     c->close_after_flush = true;
   if (c->rbuf != NULL && c->req == NULL && c->rpos == c->rlen &&
       mp_http1_idle(&c->h1)) {
-    mp_pool_put(&c->w->rbuf_pool, c->rbuf);
+    mp_pool_put(&c->srv->rbuf_pool, c->rbuf);
     c->rbuf = NULL;
     c->rlen = c->rpos = 0;
     mp_http1_moved(&c->h1, 0);
@@ -585,14 +587,14 @@ static void conn_process(mp_conn *c) {
       break;
     }
     if (c->req == NULL) {
-      c->req = mp_request_acquire(c->w, c);
+      c->req = mp_request_acquire(c->srv, c);
       if (c->req == NULL) {
         mp_log(MP_LOG_ERROR, "out of memory for a request record");
         c->close_after_flush = true;
         break;
       }
       mp_http1_attach(&c->h1, &c->req->msg);
-      c->msg_since = uv_now(c->w->loop);
+      c->msg_since = uv_now(c->srv->loop);
     }
     r = c->req;
     mp_charge_switch(&r->charge);
@@ -670,7 +672,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   if (nread > 0) {
     if (c->lingering) return;
     c->rlen += (size_t)nread;
-    c->last_active = uv_now(c->w->loop);
+    c->last_active = uv_now(c->srv->loop);
     conn_process(c);
     return;
   }
@@ -699,35 +701,35 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   conn_close(c);
 }
 
-void mp_conn_accept(mp_worker *w) {
-  mp_conn *c = mp_pool_get(&w->conn_pool);
+void mp_conn_accept(mp_server *s, uv_stream_t *listener) {
+  mp_conn *c = mp_pool_get(&s->conn_pool);
   if (c == NULL) {
     mp_log(MP_LOG_ERROR, "out of memory for a connection");
     return;
   }
   memset(c, 0, sizeof *c);
-  w->stats.accepted++;
-  c->w = w;
-  uv_tcp_init(w->loop, &c->tcp);
+  s->stats.accepted++;
+  c->srv = s;
+  uv_tcp_init(s->loop, &c->tcp);
   c->tcp.data = c;
-  if (uv_accept((uv_stream_t *)&w->listener, (uv_stream_t *)&c->tcp) != 0) {
+  if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
     uv_close((uv_handle_t *)&c->tcp, on_close);
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
-  mp_http1_init(&c->h1, &w->limits, on_body, on_trailer, c);
-  c->out.pool = &w->out_pool;
-  c->wbuf.pool = &w->out_pool;
-  c->next = w->conns;
-  if (w->conns != NULL) w->conns->prev = c;
-  w->conns = c;
-  w->nconns++;
-  if (w->slot != NULL) w->slot->conns = (int32_t)w->nconns;
-  c->last_active = uv_now(w->loop);
-  if (w->nconns > w->cfg->max_connections) {
+  mp_http1_init(&c->h1, &s->limits, on_body, on_trailer, c);
+  c->out.pool = &s->out_pool;
+  c->wbuf.pool = &s->out_pool;
+  c->next = s->conns;
+  if (s->conns != NULL) s->conns->prev = c;
+  s->conns = c;
+  s->nconns++;
+  if (s->slot != NULL) s->slot->conns = (int32_t)s->nconns;
+  c->last_active = uv_now(s->loop);
+  if (s->nconns > s->cfg->max_connections) {
     /* Past the ceiling: accepted, so the client is not left waiting in the
      * backlog, and closed at once; those already served go on. */
-    w->stats.refused++;
+    s->stats.refused++;
     conn_close(c);
     return;
   }

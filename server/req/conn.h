@@ -9,28 +9,28 @@
 #include <stddef.h>
 
 #include "pool.h"
-#include "worker.h"
+#include "server.h"
 
 /* The size of a connection record (for the worker's pool). */
 size_t mp_conn_size(void);
 
 /* Closes the connections idle past --idle-timeout or lingering too long.
  * The worker calls it once a second. */
-void mp_conn_sweep(mp_worker *w);
+void mp_conn_sweep(mp_server *s);
 
 /* Serves the connections that used up their turn with requests left;
- * the worker calls it on the next turn of the loop. Runs Lua. */
-void mp_conn_run_deferred(mp_worker *w);
+ * its turn_idle calls it on the next turn of the loop. Runs Lua. */
+void mp_conn_run_deferred(mp_server *s);
 
-/* Accepts one pending connection on w's listener. */
-void mp_conn_accept(mp_worker *w);
+/* Accepts one pending connection on listener. */
+void mp_conn_accept(mp_server *s, uv_stream_t *listener);
 
 /* Shutdown, gently: idle connections close now, busy ones after the
  * response in flight. */
-void mp_conn_drain_all(mp_worker *w);
+void mp_conn_drain_all(mp_server *s);
 
 /* Closes every connection (shutdown). Suspended handlers are abandoned. */
-void mp_conn_close_all(mp_worker *w);
+void mp_conn_close_all(mp_server *s);
 
 /* The buffer responses are appended to; written at the end of the event
  * (mp_conn_flush) in one write with whatever else is pending. */
@@ -40,7 +40,7 @@ mp_buf *mp_conn_out(mp_conn *c);
 size_t mp_conn_unsent(const mp_conn *c);
 
 /* The same, summed over every connection of w. */
-size_t mp_conn_unsent_all(const mp_worker *w);
+size_t mp_conn_unsent_all(const mp_server *s);
 
 /* Starts writing what is pending. Never runs Lua. */
 void mp_conn_flush(mp_conn *c);

@@ -21,7 +21,6 @@
 #include "errors.h"
 #include "log.h"
 #include "stats.h"
-#include "vm.h"
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define APPLICATION_JSON "application/json"
@@ -32,32 +31,32 @@
 
 static void on_sleep_timer(uv_timer_t *t);
 
-mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
+mp_request *mp_request_acquire(mp_server *s, mp_conn *c) {
   mp_request *r;
-  if (w->nfree_slots > 0) {
-    r = w->reqs[w->free_slots[--w->nfree_slots]];
+  if (s->nfree_slots > 0) {
+    r = s->reqs[s->free_slots[--s->nfree_slots]];
   } else {
-    if (w->nreqs == MP_MAX_SLOTS) return NULL;
-    if ((w->nreqs & (w->nreqs - 1)) == 0) { /* 0, 1, 2, 4, ...: grow */
-      uint32_t cap = w->nreqs ? w->nreqs * 2 : 1;
-      mp_request **reqs = mp_realloc(w->reqs, w->nreqs * sizeof *reqs,
+    if (s->nreqs == MP_MAX_SLOTS) return NULL;
+    if ((s->nreqs & (s->nreqs - 1)) == 0) { /* 0, 1, 2, 4, ...: grow */
+      uint32_t cap = s->nreqs ? s->nreqs * 2 : 1;
+      mp_request **reqs = mp_realloc(s->reqs, s->nreqs * sizeof *reqs,
                                      cap * sizeof *reqs);
       if (reqs == NULL) return NULL;
-      w->reqs = reqs;
-      uint32_t *slots = mp_realloc(w->free_slots, w->nreqs * sizeof *slots,
+      s->reqs = reqs;
+      uint32_t *slots = mp_realloc(s->free_slots, s->nreqs * sizeof *slots,
                                    cap * sizeof *slots);
       if (slots == NULL) return NULL;
-      w->free_slots = slots;
+      s->free_slots = slots;
     }
-    size_t size = sizeof *r + w->limits.max_headers * sizeof(mp_hfield);
+    size_t size = sizeof *r + s->limits.max_headers * sizeof(mp_hfield);
     r = mp_alloc(size);
     if (r == NULL) return NULL;
     memset(r, 0, size);
-    r->slot = w->nreqs;
-    r->w = w;
-    uv_timer_init(w->loop, &r->timer);
+    r->slot = s->nreqs;
+    r->srv = s;
+    uv_timer_init(s->loop, &r->timer);
     r->timer.data = r;
-    w->reqs[w->nreqs++] = r;
+    s->reqs[s->nreqs++] = r;
   }
   r->conn = c;
   r->live = true;
@@ -87,20 +86,20 @@ mp_request *mp_request_acquire(mp_worker *w, mp_conn *c) {
 static void unlink_detached(mp_request *r);
 
 void mp_request_release(mp_request *r) {
-  mp_worker *w = r->w;
+  mp_server *s = r->srv;
   if (r->live && r->conn == NULL) unlink_detached(r);
   r->gen++;
   r->conn = NULL;
   r->live = false;
-  if (r->vm != NULL) {
-    mp_worker_release_vm(w, r->vm);
-    r->vm = NULL;
+  if (r->code != NULL) {
+    mp_server_release_code(s, r->code);
+    r->code = NULL;
   }
   if (r->body.cap > KEEP_BODY) mp_buf_release(&r->body);
   if (r->saved_head.cap > 0) mp_buf_release(&r->saved_head);
   if (r->headers.cap > KEEP_HEADERS) mp_buf_release(&r->headers);
   if (r->trailers.cap > KEEP_HEADERS) mp_buf_release(&r->trailers);
-  w->free_slots[w->nfree_slots++] = r->slot;
+  s->free_slots[s->nfree_slots++] = r->slot;
 }
 
 /* Context layout: bit 38 marks a context, bits 37..17 hold the generation,
@@ -115,37 +114,37 @@ uint64_t mp_request_ctx(const mp_request *r, int kind) {
 }
 
 mp_request *mp_request_from_ctx(uint64_t ctx, int kind) {
-  mp_worker *w = mp_worker_self;
-  if ((ctx >> 38) != 1 || (int)(ctx & 1) != kind || w == NULL) return NULL;
+  mp_server *s = mp_server_self;
+  if ((ctx >> 38) != 1 || (int)(ctx & 1) != kind || s == NULL) return NULL;
   uint32_t slot = (uint32_t)((ctx >> 1) & 0xFFFF);
   uint32_t gen = (uint32_t)((ctx >> 17) & CTX_GEN_MASK);
-  if (slot >= w->nreqs) return NULL;
-  mp_request *r = w->reqs[slot];
+  if (slot >= s->nreqs) return NULL;
+  mp_request *r = s->reqs[slot];
   return (r->gen & CTX_GEN_MASK) == gen && r->live ? r : NULL;
 }
 
 static void free_on_close(uv_handle_t *h) { free(h->data); }
 
-void mp_request_free_all(mp_worker *w) {
-  for (uint32_t i = 0; i < w->nreqs; i++) {
-    mp_request *r = w->reqs[i];
+void mp_request_free_all(mp_server *s) {
+  for (uint32_t i = 0; i < s->nreqs; i++) {
+    mp_request *r = s->reqs[i];
     mp_buf_release(&r->body);
     mp_buf_release(&r->headers);
     mp_buf_release(&r->trailers);
     mp_buf_release(&r->saved_head);
     uv_close((uv_handle_t *)&r->timer, free_on_close);
   }
-  free(w->reqs);
-  free(w->free_slots);
-  w->reqs = NULL;
-  w->free_slots = NULL;
-  w->nreqs = w->nfree_slots = 0;
+  free(s->reqs);
+  free(s->free_slots);
+  s->reqs = NULL;
+  s->free_slots = NULL;
+  s->nreqs = s->nfree_slots = 0;
 }
 
 /* ---- The response ---- */
 
 static int connection_mode(mp_request *r) {
-  if (r->w->stopping) r->keep_alive = false; /* draining for shutdown */
+  if (r->srv->stopping) r->keep_alive = false; /* draining for shutdown */
   /* A client still waiting for 100 Continue may never send its body. */
   if (r->msg.expect_continue && !r->body_done) r->keep_alive = false;
   if (!r->keep_alive) return MP_H1_CONN_CLOSE;
@@ -158,7 +157,7 @@ static bool body_allowed(int status) {
 
 static int write_head(mp_request *r, const char *content_type,
                       int64_t length) {
-  if (r->w->cfg->debug) {
+  if (r->srv->cfg->debug) {
     /* What the request has cost so far; the rest of a streamed body is
      * not in it. */
     char line[80];
@@ -171,7 +170,7 @@ static int write_head(mp_request *r, const char *content_type,
   h.status = r->status;
   h.reason = r->reason_len ? r->reason : NULL;
   h.reason_len = r->reason_len;
-  h.date = mp_worker_date(r->w, &h.date_len);
+  h.date = mp_server_date(r->srv, &h.date_len);
   h.content_type = r->type_set ? NULL : content_type;
   h.content_length = body_allowed(r->status) ? length : MP_H1_LENGTH_NONE;
   h.extra = r->headers.data;
@@ -373,7 +372,7 @@ int mp_response_fault(mp_request *r, int kind) {
   return rc;
 }
 
-int mp_response_error_to(mp_worker *w, mp_buf *out, int status,
+int mp_response_error_to(mp_server *s, mp_buf *out, int status,
                          const char *text, bool close, const char *extra,
                          size_t extra_len) {
   char body[1100];
@@ -390,7 +389,7 @@ int mp_response_error_to(mp_worker *w, mp_buf *out, int status,
       .extra_len = extra_len,
       .connection = close ? MP_H1_CONN_CLOSE : MP_H1_CONN_NONE,
   };
-  h.date = mp_worker_date(w, &h.date_len);
+  h.date = mp_server_date(s, &h.date_len);
   if (mp_http1_write_head(out, &h) != 0) return MP_NOMEM;
   if (mp_buf_append(out, body, n) != 0) return MP_NOMEM;
   return (int)n;
@@ -418,12 +417,12 @@ static void send_error(mp_request *r, int status, const char *text,
   if (r->head_only) {
     /* Same head as the GET would get, without the body. */
     size_t before = out->len;
-    mp_response_error_to(r->w, out, status, text, close, extra, extra_len);
+    mp_response_error_to(r->srv, out, status, text, close, extra, extra_len);
     char *blank = memmem(out->data + before, out->len - before, "\r\n\r\n", 4);
     if (blank != NULL) out->len = (size_t)(blank - out->data) + 4;
     return;
   }
-  int n = mp_response_error_to(r->w, out, status, text, close, extra, extra_len);
+  int n = mp_response_error_to(r->srv, out, status, text, close, extra, extra_len);
   if (n > 0) r->body_bytes = (uint64_t)n;
 }
 
@@ -436,9 +435,9 @@ void mp_response_error(mp_request *r, int status, const char *text) {
 /* Completes r after its handler stopped with `outcome`. Returns true when
  * the request is over, false while the handler waits. */
 static bool settle(mp_request *r, int outcome) {
-  if (outcome == MP_VM_WAITING) return false;
-  if (outcome == MP_VM_FAILED) {
-    const char *text = r->w->cfg->debug ? mp_vm_error(r->vm)
+  if (outcome == MP_CODE_WAITING) return false;
+  if (outcome == MP_CODE_FAILED) {
+    const char *text = r->srv->cfg->debug ? r->srv->code_ops->error(r->code)
                                         : "internal server error";
     send_error(r, 500, text, NULL, 0);
   }
@@ -449,58 +448,40 @@ static bool settle(mp_request *r, int outcome) {
   return true;
 }
 
-#define STATS_PATH "/__moonport/stats"
-
-static bool is_stats_request(mp_request *r, const char *path, size_t plen) {
-  return r->w->cfg->stats && plen == sizeof STATS_PATH - 1 &&
-         memcmp(path, STATS_PATH, plen) == 0 &&
-         (r->msg.method == HTTP_GET || r->msg.method == HTTP_HEAD) &&
-         mp_conn_is_loopback(r->conn);
-}
-
-static void send_stats(mp_request *r) {
-  mp_buf json = {.pool = &r->w->out_pool};
-  if (mp_worker_stats_json(r->w, &json) != 0) {
-    send_error(r, 500, "out of memory", NULL, 0);
-  } else {
-    mp_response_header(r, "Cache-Control", 13, "no-store", 8);
-    mp_response_send(r, json.data, json.len, APPLICATION_JSON);
+const char *mp_request_path(const mp_request *r, size_t *len) {
+  if (r->msg.path.len == 0) { /* an absolute-form target without a path */
+    *len = 1;
+    return "/";
   }
-  mp_buf_release(&json);
+  *len = r->msg.path.len;
+  return r->head + r->msg.path.off;
 }
 
 /* OPTIONS * asks about the server as a whole (RFC 9110 section 9.3.7):
  * the methods the app's routes serve. */
 static void send_server_options(mp_request *r) {
   char allow[512];
-  size_t n = mp_router_allow_list(mp_router_methods(r->w->router), allow,
+  size_t n = mp_router_allow_list(mp_router_methods(r->srv->router), allow,
                                   sizeof allow);
   mp_response_header(r, "Allow", 5, allow, n);
   mp_response_send(r, "", 0, NULL);
 }
 
 bool mp_request_start(mp_request *r) {
-  mp_worker *w = r->w;
+  mp_server *s = r->srv;
   r->head_only = r->msg.method == HTTP_HEAD;
   r->keep_alive = r->msg.keep_alive;
   r->match.route = NULL;
-  if (w->cfg->stats || mp_access_log_enabled()) r->start_ns = uv_hrtime();
+  if (s->cfg->stats || mp_access_log_enabled()) r->start_ns = uv_hrtime();
   uint64_t allow;
-  const char *path = r->head + r->msg.path.off;
-  size_t plen = r->msg.path.len;
-  if (plen == 0) { /* an absolute-form target without a path */
-    path = "/";
-    plen = 1;
-  }
-  if (is_stats_request(r, path, plen)) {
-    send_stats(r);
-    return true;
-  }
+  size_t plen;
+  const char *path = mp_request_path(r, &plen);
+  if (s->intercept != NULL && s->intercept(s, r)) return true;
   if (plen == 1 && path[0] == '*') { /* the parser lets only OPTIONS have it */
     send_server_options(r);
     return true;
   }
-  int rc = mp_router_match(w->router, r->msg.method, path, plen, &r->match,
+  int rc = mp_router_match(s->router, r->msg.method, path, plen, &r->match,
                            &allow);
   if (rc == MP_NOT_FOUND) {
     send_error(r, 404, "not found", NULL, 0);
@@ -516,21 +497,21 @@ bool mp_request_start(mp_request *r) {
   }
   /* The request runs on the code current now, and keeps it alive until it
    * is released, whatever reloads happen meanwhile. */
-  r->vm = w->vm;
-  mp_vm_hold(r->vm);
-  return settle(r, mp_vm_start(r->vm, r, r->match.route->handler));
+  r->code = s->code;
+  s->code_ops->hold(r->code);
+  return settle(r, s->code_ops->start(r->code, r, r->match.route->handler));
 }
 
 void mp_request_account(mp_request *r) {
-  mp_worker *w = r->w;
-  w->stats.requests++;
+  mp_server *s = r->srv;
+  s->stats.requests++;
   bool log = mp_access_log_enabled();
-  if (!w->cfg->stats && !log) return;
+  if (!s->cfg->stats && !log) return;
   uint64_t ns = uv_hrtime() - r->start_ns;
   /* Per-route figures are the current code's: a request that finished on
    * code since replaced is counted in the totals only. */
-  if (r->match.route != NULL && r->vm == w->vm)
-    mp_stats_record(&w->stats, r->match.route->index, r->charge.lua_bytes,
+  if (r->match.route != NULL && r->code == s->code)
+    mp_stats_record(&s->stats, r->match.route->index, r->charge.lua_bytes,
                     r->charge.c_bytes,
                     ns);
   if (log) {
@@ -559,17 +540,17 @@ int mp_request_sleep(mp_request *r, double ms) {
 }
 
 static void finish_detached(mp_request *r) {
-  mp_worker *w = r->w;
+  mp_server *s = r->srv;
   mp_request_account(r);
   mp_request_release(r);
-  mp_worker_conn_closed(w); /* a draining worker may be done now */
+  mp_server_conn_closed(s); /* a draining worker may be done now */
 }
 
 void mp_request_wake(mp_request *r) {
   r->wait = MP_WAIT_NONE;
   mp_conn *c = r->conn;
   mp_charge *was = mp_charge_switch(&r->charge);
-  bool over = settle(r, mp_vm_resume(r->vm, r));
+  bool over = settle(r, r->srv->code_ops->resume(r->code, r));
   mp_charge_switch(was);
   if (c == NULL) {
     if (over) finish_detached(r);
@@ -653,19 +634,19 @@ int mp_request_read(mp_request *r, const char **out) {
 /* ---- Requests whose client has gone ---- */
 
 static void unlink_detached(mp_request *r) {
-  mp_worker *w = r->w;
+  mp_server *s = r->srv;
   if (r->detached_prev != NULL)
     r->detached_prev->detached_next = r->detached_next;
   else
-    w->detached = r->detached_next;
+    s->detached = r->detached_next;
   if (r->detached_next != NULL)
     r->detached_next->detached_prev = r->detached_prev;
   r->detached_prev = r->detached_next = NULL;
-  w->ndetached--;
+  s->ndetached--;
 }
 
 void mp_request_detach(mp_request *r) {
-  mp_worker *w = r->w;
+  mp_server *s = r->srv;
   mp_conn *c = r->conn;
   /* The head lives in the connection's read buffer, which goes with the
    * connection; the handler may still read the method, path or headers. */
@@ -680,12 +661,12 @@ void mp_request_detach(mp_request *r) {
   snprintf(r->peer, sizeof r->peer, "%s", mp_conn_peer_name(c));
   r->conn = NULL;
   r->aborted = r->res != MP_RES_DONE;
-  r->detached_at = uv_now(w->loop);
+  r->detached_at = uv_now(s->loop);
   r->detached_prev = NULL;
-  r->detached_next = w->detached;
-  if (w->detached != NULL) w->detached->detached_prev = r;
-  w->detached = r;
-  w->ndetached++;
+  r->detached_next = s->detached;
+  if (s->detached != NULL) s->detached->detached_prev = r;
+  s->detached = r;
+  s->ndetached++;
   /* Waits on the client end now; so does a sleep when the handler still
    * owes an answer, so that it learns at once that nobody waits for it.
    * The handler resumes on the next loop turn, not from inside the
@@ -701,14 +682,14 @@ void mp_request_detach(mp_request *r) {
 static void stop_detached(mp_request *r) {
   uv_timer_stop(&r->timer);
   r->wait = MP_WAIT_NONE;
-  mp_vm_abandon(r->vm, r);
+  r->srv->code_ops->abandon(r->code, r);
   finish_detached(r);
 }
 
-void mp_request_sweep(mp_worker *w) {
-  uint64_t now = uv_now(w->loop);
-  uint64_t grace = w->cfg->shutdown_timeout_ms;
-  mp_request *r = w->detached;
+void mp_request_sweep(mp_server *s) {
+  uint64_t now = uv_now(s->loop);
+  uint64_t grace = s->cfg->shutdown_timeout_ms;
+  mp_request *r = s->detached;
   while (r != NULL) {
     mp_request *next = r->detached_next;
     /* Only a waiting handler can be stopped; one running is on the stack. */
@@ -725,7 +706,7 @@ void mp_request_sweep(mp_worker *w) {
   }
 }
 
-void mp_request_close_all(mp_worker *w) {
-  while (w->detached != NULL) stop_detached(w->detached);
-  for (uint32_t i = 0; i < w->nreqs; i++) uv_timer_stop(&w->reqs[i]->timer);
+void mp_request_close_all(mp_server *s) {
+  while (s->detached != NULL) stop_detached(s->detached);
+  for (uint32_t i = 0; i < s->nreqs; i++) uv_timer_stop(&s->reqs[i]->timer);
 }

@@ -28,7 +28,7 @@
 #include "http1.h"
 #include "pool.h"
 #include "router.h"
-#include "worker.h"
+#include "server.h"
 
 /* What a suspended handler waits for. */
 typedef enum {
@@ -48,7 +48,7 @@ typedef enum {
 struct mp_request {
   uint32_t slot;
   uint32_t gen;
-  mp_worker *w;
+  mp_server *srv;
   mp_conn *conn;    /* NULL once detached */
   bool live;        /* acquired and not yet released */
   bool aborted;     /* the client left before the response was complete */
@@ -61,7 +61,7 @@ struct mp_request {
 
   mp_http1_msg msg;
   mp_route_match match;
-  mp_vm *vm;          /* the code its handler runs on (held), or NULL */
+  void *code;         /* the code its handler runs on (held), or NULL */
   mp_buf body;        /* body bytes parsed and not yet read by the handler */
   bool started;       /* its handler has been started */
   bool body_done;     /* the whole body has been parsed */
@@ -104,7 +104,7 @@ struct mp_request {
 };
 
 /* A request record for a new message on c, or NULL when out of memory. */
-mp_request *mp_request_acquire(mp_worker *w, mp_conn *c);
+mp_request *mp_request_acquire(mp_server *s, mp_conn *c);
 
 /* Gives the record back; every (slot, gen) naming it goes stale. */
 void mp_request_release(mp_request *r);
@@ -132,6 +132,10 @@ uint64_t mp_request_ctx(const mp_request *r, int kind);
  * is not a context at all). When kind is MP_CTX_REQ or MP_CTX_RES, the
  * context must name that object too. */
 mp_request *mp_request_from_ctx(uint64_t ctx, int kind);
+
+/* The path r asked for: the target up to '?', as sent ("/" for an
+ * absolute-form target without one). Valid while r lives. */
+const char *mp_request_path(const mp_request *r, size_t *len);
 
 /* Routes r and runs its handler. Returns true when r finished (handler
  * returned, response complete) before returning; otherwise the handler is
@@ -174,13 +178,13 @@ void mp_request_detach(mp_request *r);
 
 /* Stops the detached handlers that have had --shutdown-timeout since their
  * client left; the worker calls it once a second. */
-void mp_request_sweep(mp_worker *w);
+void mp_request_sweep(mp_server *s);
 
 /* Shutdown: stops every detached handler and every sleeping handler's
  * timer. */
-void mp_request_close_all(mp_worker *w);
+void mp_request_close_all(mp_server *s);
 /* Frees every request record; call once the loop has stopped. */
-void mp_request_free_all(mp_worker *w);
+void mp_request_free_all(mp_server *s);
 
 /* ---- The response, as the handler builds it. Each returns 0 or a
  * negative code: MP_STATE (already sent), MP_INVALID, MP_NOMEM. ---- */
@@ -218,7 +222,7 @@ void mp_response_error(mp_request *r, int status, const char *text);
 /* Appends a whole JSON error response to out, for failures that have no
  * request record (malformed requests). Returns the body's length, or
  * MP_NOMEM. */
-int mp_response_error_to(mp_worker *w, mp_buf *out, int status,
+int mp_response_error_to(mp_server *s, mp_buf *out, int status,
                          const char *text, bool close, const char *extra,
                          size_t extra_len);
 

@@ -1,0 +1,127 @@
+/*
+ * The stats endpoint (see stats_endpoint.h). The JSON is written with
+ * printf into a pooled buffer; it is asked for rarely, so clarity beats
+ * speed here.
+ */
+#include "stats_endpoint.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "errors.h"
+#include "shared.h"
+
+#define STATS_PATH "/__moonport/stats"
+
+bool mp_stats_endpoint(mp_server *s, mp_request *r) {
+  size_t plen;
+  const char *path = mp_request_path(r, &plen);
+  if (plen != sizeof STATS_PATH - 1 || memcmp(path, STATS_PATH, plen) != 0 ||
+      (r->msg.method != HTTP_GET && r->msg.method != HTTP_HEAD) ||
+      !mp_conn_is_loopback(r->conn))
+    return false;
+  mp_buf json = {.pool = &s->out_pool};
+  if (mp_stats_json(s, &json) != 0) {
+    mp_response_error(r, 500, "out of memory");
+  } else {
+    mp_response_header(r, "Cache-Control", 13, "no-store", 8);
+    mp_response_send(r, json.data, json.len, "application/json");
+  }
+  mp_buf_release(&json);
+  return true;
+}
+
+static int put(mp_buf *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Appends printf output to out. Returns 0 or MP_NOMEM. */
+static int put(mp_buf *out, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0 || mp_buf_reserve(out, (size_t)n + 1) != 0) return MP_NOMEM;
+  va_start(ap, fmt);
+  vsnprintf(out->data + out->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  out->len += (size_t)n;
+  return 0;
+}
+
+/* "reload":{...}: what the master's last reloads did. */
+static int reload_json(mp_server *s, mp_buf *out) {
+  const mp_reload_status *st = mp_shared_reload(s->shared);
+  char msg[sizeof st->last_error];
+  memcpy(msg, st->last_error, sizeof msg);
+  msg[sizeof msg - 1] = '\0';
+  char quoted[sizeof msg * 6 + 3];
+  size_t n = mp_http1_json_string(quoted, sizeof quoted - 1, msg, strlen(msg));
+  quoted[n] = '\0';
+  return put(out,
+             "\"reload\":{\"generation\":%llu,\"reloads\":%llu,"
+             "\"failures\":%llu,\"last_ok\":%s,\"last_error\":%s}",
+             (unsigned long long)st->generation,
+             (unsigned long long)st->reloads,
+             (unsigned long long)st->failures, st->last_ok ? "true" : "false",
+             msg[0] ? quoted : "null");
+}
+
+/* "name":{...}: how full store i is. */
+static int store_json(mp_server *s, mp_buf *out, const char *name,
+                      unsigned i) {
+  size_t cap = 0, used = 0;
+  unsigned entries = 0;
+  mp_shared_usage(mp_shared_store(s->shared, i), &cap, &used, &entries);
+  return put(out,
+             "\"%s\":{\"capacity_bytes\":%zu,\"used_bytes\":%zu,"
+             "\"entries\":%u},", name, cap, used, entries);
+}
+
+int mp_stats_json(mp_server *s, mp_buf *out) {
+  const mp_stats *st = &s->stats;
+  int rc = put(out,
+               "{\"worker\":{\"id\":%u,\"pid\":%d,\"requests\":%llu,"
+               "\"connections\":{\"open\":%u,\"accepted\":%llu,\"refused\":%llu,"
+               "\"unsent_bytes\":%zu},"
+               "\"lua_heap_bytes\":%zu,\"mallocs\":%llu,"
+               "\"memory_limit_hits\":%llu},",
+               s->id, (int)getpid(), (unsigned long long)st->requests, s->nconns,
+               (unsigned long long)st->accepted,
+               (unsigned long long)st->refused, mp_conn_unsent_all(s),
+               s->code_ops->heap_size(s->code),
+               (unsigned long long)mp_malloc_count,
+               (unsigned long long)st->memory_limit_hits);
+  if (rc == 0) rc = store_json(s, out, "shared", MP_STORE_SHARED);
+  if (rc == 0) rc = store_json(s, out, "mock_state", MP_STORE_MOCK);
+  if (rc == 0) rc = store_json(s, out, "mock_journal", MP_STORE_JOURNAL);
+  if (rc == 0) rc = put(out, "\"routes\":[");
+  for (unsigned i = 0; rc == 0 && i < st->nroutes; i++) {
+    const mp_route *route = mp_router_route(s->router, i);
+    const mp_route_stats *r = &st->routes[i];
+    double n = r->count ? (double)r->count : 1.0;
+    char pattern[600];
+    size_t plen = mp_http1_json_string(pattern, sizeof pattern - 1,
+                                       route->pattern, strlen(route->pattern));
+    pattern[plen] = '\0';
+    rc = put(out,
+             "%s{\"method\":\"%s\",\"pattern\":%s,\"count\":%llu,"
+             "\"lua_bytes\":{\"mean\":%.1f,\"max\":%llu,\"total\":%llu},"
+             "\"c_bytes\":{\"mean\":%.1f,\"total\":%llu},"
+             "\"handler_ms\":{\"p50\":%.3f,\"p99\":%.3f}}",
+             i ? "," : "",
+             llhttp_method_name((llhttp_method_t)route->method), pattern,
+             (unsigned long long)r->count, (double)r->lua_bytes / n,
+             (unsigned long long)r->lua_max, (unsigned long long)r->lua_bytes,
+             (double)r->c_bytes / n, (unsigned long long)r->c_bytes,
+             (double)mp_stats_percentile_us(r, 0.50) / 1000.0,
+             (double)mp_stats_percentile_us(r, 0.99) / 1000.0);
+  }
+  if (rc == 0) rc = put(out, "],");
+  if (rc == 0) rc = reload_json(s, out);
+  if (rc == 0) rc = put(out, "}");
+  return rc;
+}
+
