@@ -227,12 +227,6 @@ int mp_res_fault(uint64_t ctx, int kind) {
   return mp_response_fault(r, kind);
 }
 
-int mp_sleep(double ms) {
-  mp_request *r = mp_request_current();
-  if (r == NULL) return MP_BAD_CONTEXT;
-  return mp_request_sleep(r, ms);
-}
-
 int mp_req_abort_told(uint64_t ctx) {
   LOOKUP(r, MP_CTX_REQ);
   return r->abort_told;

@@ -335,7 +335,7 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
     }
     return ok ? MP_CODE_DONE : MP_CODE_FAILED;
   }
-  if (st == LUA_YIELD && r->wait != MP_WAIT_NONE && lua_gettop(co) == 1 &&
+  if (st == LUA_YIELD && r->wait != NULL && lua_gettop(co) == 1 &&
       lua_touserdata(co, 1) == vm->wait_marker) {
     lua_settop(co, 0);
     return MP_CODE_WAITING;

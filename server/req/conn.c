@@ -149,23 +149,12 @@ size_t mp_conn_unsent_all(const mp_server *s) {
   return total;
 }
 
-/* A writer waiting for its output to drain gets its next turn once the
- * output is back under the high-water mark: from the loop, never from
- * inside the write path that noticed. */
+/* Something changed on the connection's side (its output drained, body
+ * bytes came): a handler whose wait that ends gets its next turn, from
+ * the loop, never from inside the path that noticed. */
 static void defer(mp_conn *c);
-static void wake_writer_later(mp_conn *c) {
-  if (c->req != NULL && c->req->wait == MP_WAIT_WRITE &&
-      pending_out(c) <= c->srv->cfg->write_high_water)
-    defer(c);
-}
-
-/* Has what c's handler waits for come? */
-static bool ready_to_wake(const mp_conn *c) {
-  const mp_request *r = c->req;
-  if (r->wait == MP_WAIT_WRITE)
-    return pending_out(c) <= c->srv->cfg->write_high_water;
-  if (r->wait == MP_WAIT_BODY) return r->body.len > 0 || r->body_done;
-  return false;
+static void wake_later(mp_conn *c) {
+  if (c->req != NULL && mp_wait_ready(c->req)) defer(c);
 }
 
 static bool handler_running(const mp_conn *c) {
@@ -290,7 +279,7 @@ void mp_conn_run_deferred(mp_server *s) {
     list = c->defer_next;
     if (list != NULL) list->defer_prev = NULL;
     if (c->closing) continue;
-    if (c->req != NULL && ready_to_wake(c))
+    if (c->req != NULL && mp_wait_ready(c->req))
       mp_request_wake(c->req);
     else
       conn_process(c);
@@ -369,7 +358,7 @@ void mp_conn_sweep(mp_server *s) {
       /* A client that stops reading holds its connection only so long. */
       if (write_stalled(c, now)) conn_close(c);
       else c->last_active = now;
-    } else if (c->req != NULL && c->req->wait == MP_WAIT_BODY) {
+    } else if (c->req != NULL && mp_wait_awaits_input(c->req->wait)) {
       if (now - c->last_active >= cfg->body_timeout_ms)
         timed_out(c, "request body stalled");
     } else if (handler_running(c)) {
@@ -428,7 +417,7 @@ static void on_write(uv_write_t *req, int status) {
     return;
   }
   mp_buf_release(&c->wbuf);
-  wake_writer_later(c);
+  wake_later(c);
   conn_process(c);
 }
 
@@ -448,7 +437,7 @@ void mp_conn_flush(mp_conn *c) {
       begin_shutdown(c);
     else
       update_reading(c); /* a backlog that stopped reading may be gone */
-    wake_writer_later(c);
+    wake_later(c);
     return;
   }
   if (n < 0 && n != UV_EAGAIN) {
@@ -550,9 +539,9 @@ static bool feed_body(mp_conn *c, unsigned *served) {
     protocol_error(c);
     return false;
   }
-  if (r->wait == MP_WAIT_BODY) defer(c); /* wake the reader next turn */
+  if (rc == MP_H1_MESSAGE) r->body_done = true;
+  wake_later(c); /* a reader waiting for these bytes, or the end */
   if (rc != MP_H1_MESSAGE) return true;
-  r->body_done = true;
   if (!r->running) {
     finish_request(c);
     (*served)++;

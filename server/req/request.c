@@ -29,7 +29,6 @@
 #define KEEP_BODY (64 * 1024)
 #define KEEP_HEADERS (4 * 1024)
 
-static void on_sleep_timer(uv_timer_t *t);
 
 mp_request *mp_request_acquire(mp_server *s, mp_conn *c) {
   mp_request *r;
@@ -75,7 +74,7 @@ mp_request *mp_request_acquire(mp_server *s, mp_conn *c) {
   r->headers.len = 0;
   r->co = NULL;
   r->running = false;
-  r->wait = MP_WAIT_NONE;
+  r->wait = NULL;
   r->started = r->body_done = r->draining = r->continue_sent = false;
   r->trailers.len = 0;
   r->in_trailer = r->trailer_value = false;
@@ -530,15 +529,6 @@ void mp_request_account(mp_request *r) {
   }
 }
 
-int mp_request_sleep(mp_request *r, double ms) {
-  if (!r->running || r->wait != MP_WAIT_NONE) return MP_STATE;
-  if (!(ms >= 0)) return MP_INVALID; /* NaN too */
-  /* A double past 2^64 has no integer to convert to (undefined in C). */
-  if (ms > MP_SLEEP_MAX_MS) ms = MP_SLEEP_MAX_MS;
-  r->wait = MP_WAIT_SLEEP;
-  return uv_timer_start(&r->timer, on_sleep_timer, (uint64_t)ms, 0);
-}
-
 static void finish_detached(mp_request *r) {
   mp_server *s = r->srv;
   mp_request_account(r);
@@ -547,7 +537,7 @@ static void finish_detached(mp_request *r) {
 }
 
 void mp_request_wake(mp_request *r) {
-  r->wait = MP_WAIT_NONE;
+  r->wait = NULL;
   mp_conn *c = r->conn;
   mp_charge *was = mp_charge_switch(&r->charge);
   bool over = settle(r, r->srv->code_ops->resume(r->code, r));
@@ -561,11 +551,21 @@ void mp_request_wake(mp_request *r) {
   }
 }
 
-static void on_sleep_timer(uv_timer_t *t) { mp_request_wake(t->data); }
+/* Write backpressure: the handler waits until its client has taken
+ * enough of what is queued. */
+static bool caught_up(const mp_request *r) {
+  return mp_conn_unsent(r->conn) <= r->srv->cfg->write_high_water;
+}
+
+static const mp_wait_ops writing = {
+    .name = "write",
+    .ready = caught_up,
+    .client_gone = mp_wait_ends_when_gone,
+};
 
 int mp_request_wait_write(mp_request *r) {
-  r->wait = MP_WAIT_WRITE;
-  return MP_AGAIN;
+  int rc = mp_wait_begin(r, &writing);
+  return rc != 0 ? rc : MP_AGAIN;
 }
 
 /* Fields a sender must not put in a trailer (RFC 9110 section 6.5.1):
@@ -613,6 +613,18 @@ int mp_request_trailer(mp_request *r, int what, const char *p, size_t n) {
   return mp_buf_append(b, "\n", 1);
 }
 
+/* A body read: the handler waits for more of the body. */
+static bool body_ready(const mp_request *r) {
+  return r->body.len > 0 || r->body_done;
+}
+
+static const mp_wait_ops reading = {
+    .name = "body",
+    .ready = body_ready,
+    .client_gone = mp_wait_ends_when_gone,
+    .awaits_input = true,
+};
+
 int mp_request_read(mp_request *r, const char **out) {
   if (r->body.len > 0) {
     *out = r->body.data;
@@ -627,8 +639,8 @@ int mp_request_read(mp_request *r, const char **out) {
     r->msg.expect_continue = false;
     r->continue_sent = true;
   }
-  r->wait = MP_WAIT_BODY;
-  return MP_AGAIN;
+  int rc = mp_wait_begin(r, &reading);
+  return rc != 0 ? rc : MP_AGAIN;
 }
 
 /* ---- Requests whose client has gone ---- */
@@ -668,20 +680,13 @@ void mp_request_detach(mp_request *r) {
   s->detached = r;
   s->ndetached++;
   /* Waits on the client end now; so does a sleep when the handler still
-   * owes an answer, so that it learns at once that nobody waits for it.
-   * The handler resumes on the next loop turn, not from inside the
-   * connection's close. */
-  bool on_client = r->wait == MP_WAIT_BODY || r->wait == MP_WAIT_WRITE;
-  if (on_client || (r->aborted && r->wait == MP_WAIT_SLEEP)) {
-    r->wait = MP_WAIT_CLOSED;
-    uv_timer_start(&r->timer, on_sleep_timer, 0, 0);
-  }
+   * owes an answer, so that it learns at once that nobody waits for it. */
+  mp_wait_client_gone(r);
 }
 
 /* Ends a detached handler without resuming it. */
 static void stop_detached(mp_request *r) {
-  uv_timer_stop(&r->timer);
-  r->wait = MP_WAIT_NONE;
+  mp_wait_cancel(r);
   r->srv->code_ops->abandon(r->code, r);
   finish_detached(r);
 }
@@ -693,7 +698,7 @@ void mp_request_sweep(mp_server *s) {
   while (r != NULL) {
     mp_request *next = r->detached_next;
     /* Only a waiting handler can be stopped; one running is on the stack. */
-    if (now - r->detached_at >= grace && r->wait != MP_WAIT_NONE &&
+    if (now - r->detached_at >= grace && r->wait != NULL &&
         mp_request_current() != r) {
       const mp_route *route = r->match.route;
       mp_log(MP_LOG_WARN, "%s %s: handler stopped %.1f s after its client "

@@ -29,15 +29,7 @@
 #include "pool.h"
 #include "router.h"
 #include "server.h"
-
-/* What a suspended handler waits for. */
-typedef enum {
-  MP_WAIT_NONE,
-  MP_WAIT_SLEEP, /* moonport.sleep: its timer */
-  MP_WAIT_WRITE, /* res:write: the client to catch up */
-  MP_WAIT_BODY,  /* req:read: more of the body */
-  MP_WAIT_CLOSED /* the client has gone: resumed on the next loop turn */
-} mp_wait;
+#include "wait.h"
 
 typedef enum {
   MP_RES_NEW,       /* nothing written yet */
@@ -97,7 +89,7 @@ struct mp_request {
   void *co;        /* its coroutine (a lua_State), NULL when none */
   int co_ref;      /* the coroutine's registry reference */
   bool running;    /* the handler has not returned yet */
-  mp_wait wait;    /* MP_WAIT_NONE unless suspended */
+  const mp_wait_ops *wait; /* what its handler waits on (wait.h), or NULL */
   uv_timer_t timer;
 
   mp_hfield fields[]; /* limits.max_headers entries, msg.fields points here */
@@ -141,12 +133,6 @@ const char *mp_request_path(const mp_request *r, size_t *len);
  * returned, response complete) before returning; otherwise the handler is
  * suspended and mp_conn_request_done() follows later. Runs Lua. */
 bool mp_request_start(mp_request *r);
-
-/* Suspends r's handler for ms milliseconds (moonport.sleep); the handler
- * must yield next. ms is capped at MP_SLEEP_MAX_MS. Returns 0, MP_STATE
- * when r is not running, or MP_INVALID for a negative or NaN ms. */
-#define MP_SLEEP_MAX_MS 9007199254740992.0 /* 2^53: about 285,000 years */
-int mp_request_sleep(mp_request *r, double ms);
 
 /* The request is over (its response complete): counts it in the stats and
  * the access log. */
