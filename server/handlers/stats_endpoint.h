@@ -11,6 +11,7 @@
 
 #include "pool.h"
 #include "request.h"
+#include "response.h"
 #include "server.h"
 
 /* A server's intercept (server.h): answers r when it asks for the stats

@@ -20,6 +20,7 @@
 #include "errors.h"
 #include "log.h"
 #include "request.h"
+#include "response.h"
 #include "shared.h"
 #include "vm.h"
 
@@ -208,7 +209,7 @@ int mp_res_write(uint64_t ctx, const char *data, size_t len) {
   int rc = mp_response_write(r, data, len);
   if (rc == 0 && r->running && r->conn != NULL &&
       mp_conn_unsent(r->conn) > r->srv->cfg->write_high_water)
-    return mp_request_wait_write(r);
+    return mp_response_wait_write(r);
   return rc;
 }
 

@@ -42,6 +42,7 @@
 #include "errors.h"
 #include "log.h"
 #include "request.h"
+#include "response.h"
 
 #define HIGH_WATER (1024 * 1024)
 #define LINGER_MS 2000

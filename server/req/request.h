@@ -138,11 +138,6 @@ bool mp_request_start(mp_request *r);
  * the access log. */
 void mp_request_account(mp_request *r);
 
-/* r's handler wrote past --write-high-water: it waits (the caller must
- * yield right after) until the connection's output drains below it, when
- * the connection calls mp_request_wake. Returns MP_AGAIN. */
-int mp_request_wait_write(mp_request *r);
-
 /* The next body bytes for the handler: their length (valid until the
  * next parse), 0 at the end of the body, MP_CLOSED when the client has
  * gone before sending the rest, or MP_AGAIN: none yet, and the caller must
@@ -171,45 +166,5 @@ void mp_request_sweep(mp_server *s);
 void mp_request_close_all(mp_server *s);
 /* Frees every request record; call once the loop has stopped. */
 void mp_request_free_all(mp_server *s);
-
-/* ---- The response, as the handler builds it. Each returns 0 or a
- * negative code: MP_STATE (already sent), MP_INVALID, MP_NOMEM. ---- */
-
-int mp_response_status(mp_request *r, int status);
-/* A reason phrase instead of the standard one (at most 63 bytes of visible
- * characters, spaces and tabs). Returns 0, MP_STATE or MP_INVALID. */
-int mp_response_reason(mp_request *r, const char *text, size_t len);
-int mp_response_header(mp_request *r, const char *name, size_t nlen,
-                       const char *value, size_t vlen);
-/* The whole body; content_type is used unless the handler set one. */
-int mp_response_send(mp_request *r, const char *body, size_t len,
-                     const char *content_type);
-/* A piece of a streamed body. Returns 0, MP_STATE, MP_NOMEM, or MP_CLOSED
- * once the client has gone. */
-int mp_response_write(mp_request *r, const char *data, size_t len);
-int mp_response_finish(mp_request *r);
-
-/* Breaks the response on purpose, as a mock server's fault does, and ends
- * the connection after the responses owed before it. */
-enum {
-  MP_FAULT_RESET = 1,           /* a TCP reset, nothing written */
-  MP_FAULT_EMPTY = 2,           /* closed without a byte */
-  MP_FAULT_MALFORMED_CHUNK = 3, /* a chunked head, then a chunk that is not */
-  MP_FAULT_RANDOM_DATA = 4      /* bytes that are not HTTP, then closed */
-};
-/* Returns 0, MP_STATE once the response has begun, MP_INVALID for an
- * unknown kind. */
-int mp_response_fault(mp_request *r, int kind);
-
-/* A JSON error answer from the core: {"error": "<text>"}. When the
- * response has already started, the connection is closed instead. */
-void mp_response_error(mp_request *r, int status, const char *text);
-
-/* Appends a whole JSON error response to out, for failures that have no
- * request record (malformed requests). Returns the body's length, or
- * MP_NOMEM. */
-int mp_response_error_to(mp_server *s, mp_buf *out, int status,
-                         const char *text, bool close, const char *extra,
-                         size_t extra_len);
 
 #endif
