@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "listen.h"
 #include "server.h"
 #include "shared.h"
 #include "vm.h"
@@ -58,18 +59,6 @@ int mp_worker_reload(mp_worker *w);
 /* Unmaps the clean library pages startup touched (they stay in the page
  * cache), so a process's resident size is what it serves with. */
 void mp_release_startup_pages(void);
-
-#define MP_LISTEN_ADDR_MAX 64 /* an IP address as text, with an IPv6 zone */
-
-/* Opens a TCP socket bound to host:port with SO_REUSEADDR (and
- * SO_REUSEPORT when reuseport), not listening yet, and stores it in *fd
- * and the port it got in *bound_port; with bound_addr (MP_LISTEN_ADDR_MAX
- * bytes), the address it bound, as text. host is an IP address, or a
- * name: getaddrinfo resolves it, and the socket binds the first IPv4
- * address, else the first IPv6 one. Prints the reason to stderr and
- * returns a negative code on failure. */
-int mp_listen_socket(const char *host, int port, bool reuseport, int *fd,
-                     int *bound_port, char *bound_addr);
 
 /* Frees everything mp_worker_init made. */
 void mp_worker_destroy(mp_worker *w);

@@ -1,5 +1,7 @@
 /*
- * A client connection (see conn.h).
+ * A client connection (see conn.h). It reads and writes through a
+ * transport (net/stream.h: TCP now), never a socket directly, so TLS will
+ * plug in below without this file changing.
  *
  * Input: one read buffer from the worker's pool, held only while something
  * is pending in it; an idle keep-alive connection holds none. Requests are
@@ -43,6 +45,7 @@
 #include "log.h"
 #include "request.h"
 #include "response.h"
+#include "stream.h"
 
 #define HIGH_WATER (1024 * 1024)
 #define LINGER_MS 2000
@@ -55,7 +58,7 @@
 #define BODY_BUFFERED (64 * 1024)
 
 struct mp_conn {
-  uv_tcp_t tcp;
+  mp_stream stream; /* the transport (net/stream.h) */
   mp_server *srv;
   mp_conn *prev;
   mp_conn *next;
@@ -106,8 +109,7 @@ void mp_conn_reset_after_flush(mp_conn *c) {
 }
 
 static int peer_addr(mp_conn *c, struct sockaddr_storage *addr) {
-  int len = sizeof *addr;
-  return uv_tcp_getpeername(&c->tcp, (struct sockaddr *)addr, &len);
+  return mp_stream_peer(&c->stream, addr);
 }
 
 const char *mp_conn_peer_name(mp_conn *c) {
@@ -184,8 +186,8 @@ static size_t room(const mp_conn *c) {
   return c->srv->rbuf_size - head_to_keep(c) - (c->rlen - c->rpos);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  mp_conn *c = h->data;
+static void on_alloc(mp_stream *st, size_t suggested, uv_buf_t *buf) {
+  mp_conn *c = st->data;
   (void)suggested;
   if (c->lingering) {
     *buf = uv_buf_init(discard, sizeof discard);
@@ -203,7 +205,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   *buf = uv_buf_init(c->rbuf + c->rlen, (unsigned)(cap - c->rlen));
 }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void on_read(mp_stream *st, ssize_t nread, const uv_buf_t *buf);
 
 static void update_reading(mp_conn *c) {
   bool want;
@@ -218,16 +220,16 @@ static void update_reading(mp_conn *c) {
            pending_out(c) <= HIGH_WATER &&
            !(c->req != NULL && c->req->body.len >= BODY_BUFFERED);
   if (want && !c->reading) {
-    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+    if (mp_stream_read_start(&c->stream, on_alloc, on_read) == 0)
       c->reading = true;
   } else if (!want && c->reading) {
-    uv_read_stop((uv_stream_t *)&c->tcp);
+    mp_stream_read_stop(&c->stream);
     c->reading = false;
   }
 }
 
-static void on_close(uv_handle_t *h) {
-  mp_conn *c = h->data;
+static void on_close(mp_stream *st) {
+  mp_conn *c = st->data;
   if (c->rbuf != NULL) mp_pool_put(&c->srv->rbuf_pool, c->rbuf);
   mp_buf_release(&c->out);
   mp_buf_release(&c->wbuf);
@@ -301,10 +303,7 @@ static void conn_close(mp_conn *c) {
   if (c->next != NULL) c->next->prev = c->prev;
   s->nconns--;
   if (s->slot != NULL) s->slot->conns = (int32_t)s->nconns;
-  /* A reset is sent by closing with SO_LINGER at zero; the handle closes
-   * the same way otherwise. */
-  if (!c->reset || uv_tcp_close_reset(&c->tcp, on_close) != 0)
-    uv_close((uv_handle_t *)&c->tcp, on_close);
+  mp_stream_close(&c->stream, c->reset, on_close);
   mp_server_conn_closed(s);
 }
 
@@ -339,7 +338,7 @@ static void timed_out(mp_conn *c, const char *text) {
 /* Progress of the queued write: libuv reports none until it completes, but
  * its queue shrinks as the client reads. */
 static bool write_stalled(mp_conn *c, uint64_t now) {
-  size_t queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+  size_t queued = mp_stream_queued(&c->stream);
   if (queued < c->write_queued) {
     c->write_queued = queued;
     c->write_since = now;
@@ -399,7 +398,7 @@ static void begin_shutdown(mp_conn *c) {
     return;
   }
   sreq->data = c;
-  if (uv_shutdown(sreq, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+  if (mp_stream_shutdown(&c->stream, sreq, on_shutdown) != 0) {
     mp_pool_put(&c->srv->req_pool, sreq);
     conn_close(c);
     return;
@@ -429,7 +428,7 @@ void mp_conn_flush(mp_conn *c) {
     return;
   }
   uv_buf_t b = uv_buf_init(c->out.data, (unsigned)c->out.len);
-  int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+  int n = mp_stream_try_write(&c->stream, &b, 1);
   if (n == (int)c->out.len) {
     /* Nothing pending: the block goes back to the pool, so an idle
      * connection holds no buffer. */
@@ -457,7 +456,7 @@ void mp_conn_flush(mp_conn *c) {
     return;
   }
   wreq->data = c;
-  int rc = uv_write(wreq, (uv_stream_t *)&c->tcp, &b, 1, on_write);
+  int rc = mp_stream_write(&c->stream, wreq, &b, 1, on_write);
   if (rc != 0) {
     mp_pool_put(&c->srv->req_pool, wreq);
     conn_close(c);
@@ -465,7 +464,7 @@ void mp_conn_flush(mp_conn *c) {
   }
   c->writing = true;
   c->write_since = uv_now(c->srv->loop);
-  c->write_queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+  c->write_queued = mp_stream_queued(&c->stream);
   update_reading(c);
 }
 
@@ -656,8 +655,8 @@ int mp_conn_continue(mp_conn *c) {
   return mp_buf_append(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 }
 
-static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  mp_conn *c = s->data;
+static void on_read(mp_stream *st, ssize_t nread, const uv_buf_t *buf) {
+  mp_conn *c = st->data;
   (void)buf;
   if (nread > 0) {
     if (c->lingering) return;
@@ -700,13 +699,9 @@ void mp_conn_accept(mp_server *s, uv_stream_t *listener) {
   memset(c, 0, sizeof *c);
   s->stats.accepted++;
   c->srv = s;
-  uv_tcp_init(s->loop, &c->tcp);
-  c->tcp.data = c;
-  if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
-    uv_close((uv_handle_t *)&c->tcp, on_close);
+  c->stream.data = c;
+  if (mp_stream_tcp_accept(&c->stream, s->loop, listener, on_close) != 0)
     return;
-  }
-  uv_tcp_nodelay(&c->tcp, 1);
   mp_http1_init(&c->h1, &s->limits, on_body, on_trailer, c);
   c->out.pool = &s->out_pool;
   c->wbuf.pool = &s->out_pool;

@@ -1,0 +1,98 @@
+/*
+ * The transport seam: a byte stream a connection reads and writes through,
+ * whatever carries the bytes (h2o's h2o_socket_t, libuv's uv_stream_t).
+ * TCP is the one transport now (tcp.c); TLS, and outbound sockets, plug in
+ * beside it as other ops tables, and the connection code above does not
+ * change. Callbacks get the stream; its owner finds itself through data.
+ *
+ * The stream is embedded in its owner, whose memory may go only in the
+ * close callback (libuv's rule for handles).
+ */
+#ifndef MP_STREAM_H
+#define MP_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+typedef struct mp_stream mp_stream;
+
+typedef void (*mp_stream_alloc_cb)(mp_stream *s, size_t suggested,
+                                   uv_buf_t *buf);
+/* nread > 0: bytes in buf; UV_EOF: the peer has shut down its sending
+ * side; another negative code: the stream failed. */
+typedef void (*mp_stream_read_cb)(mp_stream *s, ssize_t nread,
+                                  const uv_buf_t *buf);
+typedef void (*mp_stream_close_cb)(mp_stream *s);
+
+typedef struct mp_stream_ops {
+  int (*read_start)(mp_stream *s, mp_stream_alloc_cb alloc,
+                    mp_stream_read_cb read);
+  int (*read_stop)(mp_stream *s);
+  /* Writes what can go now: the bytes taken, or UV_EAGAIN for none, or
+   * another negative code when the stream failed. */
+  int (*try_write)(mp_stream *s, const uv_buf_t *bufs, unsigned nbufs);
+  /* Queues bytes; cb(req, status) once all are written or it failed. */
+  int (*write)(mp_stream *s, uv_write_t *req, const uv_buf_t *bufs,
+               unsigned nbufs, uv_write_cb cb);
+  /* Bytes queued and not yet taken by the peer's side. */
+  size_t (*queued)(const mp_stream *s);
+  /* Shuts down the sending side once what is queued has been written. */
+  int (*shutdown)(mp_stream *s, uv_shutdown_t *req, uv_shutdown_cb cb);
+  /* Closes the stream (with reset, abruptly where the transport can: a
+   * TCP reset); cb runs once it is closed. */
+  void (*close)(mp_stream *s, bool reset, mp_stream_close_cb cb);
+  /* The peer's address. Returns 0 or a negative code. */
+  int (*peer)(const mp_stream *s, struct sockaddr_storage *addr);
+} mp_stream_ops;
+
+struct mp_stream {
+  const mp_stream_ops *ops;
+  void *data; /* the owner's */
+  mp_stream_alloc_cb alloc_cb;
+  mp_stream_read_cb read_cb;
+  mp_stream_close_cb close_cb;
+  union {
+    uv_tcp_t tcp;
+  } handle; /* the transport's; only its ops touch it */
+};
+
+/* Accepts a pending connection of listener (a TCP listener) into s, with
+ * Nagle's algorithm off. On failure s is closed, and close_cb runs. */
+int mp_stream_tcp_accept(mp_stream *s, uv_loop_t *loop, uv_stream_t *listener,
+                         mp_stream_close_cb close_cb);
+
+static inline int mp_stream_read_start(mp_stream *s, mp_stream_alloc_cb alloc,
+                                       mp_stream_read_cb read) {
+  return s->ops->read_start(s, alloc, read);
+}
+static inline int mp_stream_read_stop(mp_stream *s) {
+  return s->ops->read_stop(s);
+}
+static inline int mp_stream_try_write(mp_stream *s, const uv_buf_t *bufs,
+                                      unsigned nbufs) {
+  return s->ops->try_write(s, bufs, nbufs);
+}
+static inline int mp_stream_write(mp_stream *s, uv_write_t *req,
+                                  const uv_buf_t *bufs, unsigned nbufs,
+                                  uv_write_cb cb) {
+  return s->ops->write(s, req, bufs, nbufs, cb);
+}
+static inline size_t mp_stream_queued(const mp_stream *s) {
+  return s->ops->queued(s);
+}
+static inline int mp_stream_shutdown(mp_stream *s, uv_shutdown_t *req,
+                                     uv_shutdown_cb cb) {
+  return s->ops->shutdown(s, req, cb);
+}
+static inline void mp_stream_close(mp_stream *s, bool reset,
+                                   mp_stream_close_cb cb) {
+  s->ops->close(s, reset, cb);
+}
+static inline int mp_stream_peer(const mp_stream *s,
+                                 struct sockaddr_storage *addr) {
+  return s->ops->peer(s, addr);
+}
+
+#endif
