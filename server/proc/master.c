@@ -50,6 +50,7 @@
 #include <uv.h>
 
 #include "check.h"
+#include "control.h"
 #include "errors.h"
 #include "log.h"
 #include "shared.h"
@@ -69,8 +70,7 @@ typedef struct incarnation {
   bool ready;
   bool killed_stuck;
   uint64_t started_ms;
-  char line[PATH_MAX + 2]; /* a message from the worker, until its newline */
-  size_t line_len;
+  mp_control_reader reader; /* what the worker says */
 } incarnation;
 
 typedef struct place {
@@ -220,10 +220,18 @@ static void worker_ready(master *m, incarnation *in) {
   }
 }
 
-/* What a worker says: 'R' once it listens, then "F<path>\n" for every
- * file its app loads while serving (a require inside a handler), which
- * joins the files watched. End of file: it is exiting, which
- * on_worker_exit reports. */
+/* What a worker says (control.h): that it listens, then the files its
+ * app loads while serving (a require inside a handler), which join the
+ * files watched. End of file: it is exiting, which on_worker_exit
+ * reports. */
+static void on_message(void *ud, int kind, const char *path) {
+  incarnation *in = ud;
+  if (kind == MP_CONTROL_GOT_READY)
+    worker_ready(in->m, in);
+  else
+    on_load_file(in->m, path);
+}
+
 static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   incarnation *in = s->data;
   master *m = in->m;
@@ -231,25 +239,9 @@ static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     uv_read_stop(s);
     return;
   }
-  bool added = false;
-  for (ssize_t i = 0; i < n; i++) {
-    char c = buf->base[i];
-    if (!in->ready) {
-      worker_ready(m, in);
-      continue;
-    }
-    if (c != '\n') {
-      if (in->line_len < sizeof in->line - 1) in->line[in->line_len++] = c;
-      continue;
-    }
-    in->line[in->line_len] = '\0';
-    if (in->line[0] == 'F' && in->line_len > 1) {
-      on_load_file(m, in->line + 1);
-      added = true;
-    }
-    in->line_len = 0;
-  }
-  if (added && m->npending > 0) update_watch(m, false);
+  unsigned before = m->npending;
+  mp_control_read(&in->reader, buf->base, (size_t)n, on_message, in);
+  if (m->npending > before) update_watch(m, false);
 }
 
 static void start_worker(master *m, unsigned id) {
@@ -523,7 +515,8 @@ static void reload_checked(master *m, const mp_check_result *res) {
   for (unsigned i = 0; i < m->cfg->workers; i++) {
     incarnation *in = m->places[i].current;
     if (in == NULL || in->exited) continue;
-    uv_buf_t buf = uv_buf_init("L", 1);
+    char msg = MP_CONTROL_RELOAD;
+    uv_buf_t buf = uv_buf_init(&msg, 1);
     int rc = uv_try_write((uv_stream_t *)&in->control, &buf, 1);
     if (rc < 0)
       mp_log(MP_LOG_WARN, "worker %u: cannot ask it to reload: %s", in->id,

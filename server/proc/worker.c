@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "control.h"
 #include "errors.h"
 #include "log.h"
 #include "master.h"
@@ -142,13 +143,10 @@ int mp_worker_reload(mp_worker *w) {
  * are the master's check's to report. */
 static void on_load_file(void *ud, const char *path) {
   mp_worker *w = ud;
-  size_t len = strlen(path);
-  char line[PATH_MAX + 2];
-  if (w->control.loop == NULL || len == 0 || len > PATH_MAX) return;
-  line[0] = 'F';
-  memcpy(line + 1, path, len);
-  line[len + 1] = '\n';
-  uv_buf_t buf = uv_buf_init(line, (unsigned)len + 2);
+  char msg[MP_CONTROL_MAX];
+  size_t len = mp_control_file(msg, path);
+  if (w->control.loop == NULL || len == 0) return;
+  uv_buf_t buf = uv_buf_init(msg, (unsigned)len);
   /* Best effort: a full socket only means this file is not watched. */
   uv_try_write((uv_stream_t *)&w->control, &buf, 1);
 }
@@ -167,15 +165,15 @@ static void on_control_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   *buf = uv_buf_init(byte, sizeof byte);
 }
 
-/* The master writes 'L' here when the app has changed and loaded cleanly
- * in its own check. End of file means it has exited: the kernel kills the
+/* The master asks for a reload here (control.h) when the app has changed
+ * and loaded cleanly in its own check. End of file means it has exited: the kernel kills the
  * worker then (PR_SET_PDEATHSIG); should that ever not happen, the worker
  * drains and exits rather than serve on unsupervised. */
 static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   mp_worker *w = s->data;
   if (n > 0) {
     /* Several changes queued while this worker was busy need one load. */
-    if (memchr(buf->base, 'L', (size_t)n) != NULL && !w->srv.stopping)
+    if (mp_control_wants_reload(buf->base, (size_t)n) && !w->srv.stopping)
       mp_worker_reload(w);
     return;
   }
@@ -352,7 +350,8 @@ int mp_worker_main(const mp_config *cfg, unsigned id, int master) {
      * file that says the master is gone. */
     uv_pipe_init(w.srv.loop, &w.control, 0);
     w.control.data = &w;
-    if (write(MP_WORKER_CONTROL_FD, "R", 1) != 1 ||
+    char ready = MP_CONTROL_READY;
+    if (write(MP_WORKER_CONTROL_FD, &ready, 1) != 1 ||
         uv_pipe_open(&w.control, MP_WORKER_CONTROL_FD) != 0) {
       fprintf(stderr, "moonport: worker %u: no master on descriptor %d\n",
               id, MP_WORKER_CONTROL_FD);
