@@ -272,9 +272,8 @@ static unsigned release(void *code) {
 }
 
 static void drop(mp_vm *vm, mp_request *r) {
-  luaL_unref(vm->L, LUA_REGISTRYINDEX, r->co_ref);
-  r->co = NULL;
-  r->running = false;
+  luaL_unref(vm->L, LUA_REGISTRYINDEX, r->handler.ref);
+  r->handler.co = NULL;
 }
 
 static void log_failure(mp_vm *vm, mp_request *r, const char *msg) {
@@ -302,7 +301,7 @@ static void over_limit(mp_vm *vm, mp_request *r) {
 
 /* Resumes r's coroutine with the nargs values on its stack. */
 static int resume(mp_vm *vm, mp_request *r, int nargs) {
-  lua_State *co = r->co;
+  lua_State *co = r->handler.co;
   mp_charge *was = mp_charge_switch(&r->charge);
   /* The heartbeat: the master kills a worker whose handler runs past
    * --handler-timeout without coming back here (see master.c). The route
@@ -325,13 +324,12 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
     else if (!ok)
       log_failure(vm, r, lua_tostring(co, 3));
     lua_settop(co, 0);
-    r->running = false;
-    r->co = NULL;
+    r->handler.co = NULL;
     if (vm->npool < MAX_POOLED) {
       vm->pool[vm->npool] = co;
-      vm->pool_refs[vm->npool++] = r->co_ref;
+      vm->pool_refs[vm->npool++] = r->handler.ref;
     } else {
-      luaL_unref(vm->L, LUA_REGISTRYINDEX, r->co_ref);
+      luaL_unref(vm->L, LUA_REGISTRYINDEX, r->handler.ref);
     }
     return ok ? MP_CODE_DONE : MP_CODE_FAILED;
   }
@@ -356,14 +354,13 @@ static int start(void *code, mp_request *r, int handler) {
   if (vm->npool > 0) {
     vm->npool--;
     co = vm->pool[vm->npool];
-    r->co_ref = vm->pool_refs[vm->npool];
+    r->handler.ref = vm->pool_refs[vm->npool];
   } else {
     co = lua_newthread(vm->L);
-    r->co_ref = luaL_ref(vm->L, LUA_REGISTRYINDEX);
+    r->handler.ref = luaL_ref(vm->L, LUA_REGISTRYINDEX);
     lua_rawgeti(co, LUA_REGISTRYINDEX, vm->run_ref);
   }
-  r->co = co;
-  r->running = true;
+  r->handler.co = co;
   lua_rawgeti(co, LUA_REGISTRYINDEX, handler);
   lua_pushnumber(co, (lua_Number)mp_request_ctx(r, MP_CTX_REQ));
   lua_pushnumber(co, (lua_Number)mp_request_ctx(r, MP_CTX_RES));
@@ -374,10 +371,10 @@ static int resume_waiting(void *code, mp_request *r) {
   mp_vm *vm = code;
   /* The wait answers whether the client has just gone (told once, with
    * the request, so that its on_abort functions run). */
-  if (r->aborted && !r->abort_told) {
-    r->abort_told = true;
-    lua_pushboolean(r->co, 1);
-    lua_pushnumber(r->co, (lua_Number)mp_request_ctx(r, MP_CTX_REQ));
+  lua_State *co = r->handler.co;
+  if (mp_request_tell_abort(r)) {
+    lua_pushboolean(co, 1);
+    lua_pushnumber(co, (lua_Number)mp_request_ctx(r, MP_CTX_REQ));
     return resume(vm, r, 2);
   }
   return resume(vm, r, 0);
@@ -385,7 +382,7 @@ static int resume_waiting(void *code, mp_request *r) {
 
 static void abandon(void *code, mp_request *r) {
   mp_vm *vm = code;
-  if (r->co != NULL) drop(vm, r);
+  if (r->handler.co != NULL) drop(vm, r);
 }
 
 static void close_code(void *code) { mp_vm_close(code); }

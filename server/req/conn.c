@@ -178,7 +178,7 @@ static void compact(mp_conn *c) {
   c->rpos = head;
   c->rlen = head + unparsed;
   mp_http1_moved(&c->h1, 0);
-  if (c->req != NULL) c->req->head = c->rbuf;
+  if (c->req != NULL) mp_request_head_moved(c->req, c->rbuf);
 }
 
 static size_t room(const mp_conn *c) {
@@ -539,7 +539,7 @@ static bool feed_body(mp_conn *c, unsigned *served) {
     protocol_error(c);
     return false;
   }
-  if (rc == MP_H1_MESSAGE) r->body_done = true;
+  if (rc == MP_H1_MESSAGE) mp_request_body_done(r);
   wake_later(c); /* a reader waiting for these bytes, or the end */
   if (rc != MP_H1_MESSAGE) return true;
   if (!r->running) {
@@ -596,7 +596,6 @@ static void conn_process(mp_conn *c) {
     /* A whole head. The body bytes already here are parsed first, so a
      * handler whose body came with its head finds it whole; one whose body
      * is still on its way starts now and reads it as it comes. */
-    r->head = c->rbuf + c->h1.msg_off;
     while (rc == MP_H1_HEAD || rc == MP_H1_NEED_MORE) {
       if (c->h1.state == MP_H1_DONE || c->rpos == c->rlen ||
           r->body.len >= BODY_BUFFERED)
@@ -607,9 +606,8 @@ static void conn_process(mp_conn *c) {
       protocol_error(c);
       break;
     }
-    r->body_done = c->h1.state == MP_H1_DONE;
-    r->started = true;
-    bool over = mp_request_start(r);
+    bool over = mp_request_start(r, c->rbuf + c->h1.msg_off,
+                                 c->h1.state == MP_H1_DONE);
     mp_charge_switch(NULL);
     if (!over) continue; /* suspended; its body may still need parsing */
     if (r->body_done) {
@@ -634,8 +632,7 @@ static void handler_done_early(mp_conn *c) {
     c->close_after_flush = true;
     return;
   }
-  r->draining = true;
-  r->body.len = 0;
+  mp_request_drain_body(r);
 }
 
 void mp_conn_request_done(mp_conn *c) {

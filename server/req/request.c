@@ -62,7 +62,7 @@ mp_request *mp_request_acquire(mp_server *s, mp_conn *c) {
   r->body_bytes = 0;
   r->body.len = 0;
   r->headers.len = 0;
-  r->co = NULL;
+  r->handler.co = NULL;
   r->running = false;
   r->wait = NULL;
   r->started = r->body_done = r->draining = r->continue_sent = false;
@@ -136,6 +136,7 @@ void mp_request_free_all(mp_server *s) {
  * the request is over, false while the handler waits. */
 static bool settle(mp_request *r, int outcome) {
   if (outcome == MP_CODE_WAITING) return false;
+  r->running = false;
   if (outcome == MP_CODE_FAILED) {
     const char *text = r->srv->cfg->debug ? r->srv->code_ops->error(r->code)
                                         : "internal server error";
@@ -167,8 +168,11 @@ static void send_server_options(mp_request *r) {
   mp_response_send(r, "", 0, NULL);
 }
 
-bool mp_request_start(mp_request *r) {
+bool mp_request_start(mp_request *r, const char *head, bool body_done) {
   mp_server *s = r->srv;
+  r->head = head;
+  r->body_done = body_done;
+  r->started = true;
   r->head_only = r->msg.method == HTTP_HEAD;
   r->keep_alive = r->msg.keep_alive;
   r->match.route = NULL;
@@ -199,6 +203,7 @@ bool mp_request_start(mp_request *r) {
    * is released, whatever reloads happen meanwhile. */
   r->code = s->code;
   s->code_ops->hold(r->code);
+  r->running = true;
   return settle(r, s->code_ops->start(r->code, r, r->match.route->handler));
 }
 
@@ -327,7 +332,18 @@ int mp_request_read(mp_request *r, const char **out) {
   return rc != 0 ? rc : MP_AGAIN;
 }
 
+void mp_request_drain_body(mp_request *r) {
+  r->draining = true;
+  r->body.len = 0;
+}
+
 /* ---- Requests whose client has gone ---- */
+
+bool mp_request_tell_abort(mp_request *r) {
+  if (!r->aborted || r->abort_told) return false;
+  r->abort_told = true;
+  return true;
+}
 
 static void unlink_detached(mp_request *r) {
   mp_server *s = r->srv;
@@ -372,6 +388,7 @@ void mp_request_detach(mp_request *r) {
 static void stop_detached(mp_request *r) {
   mp_wait_cancel(r);
   r->srv->code_ops->abandon(r->code, r);
+  r->running = false;
   finish_detached(r);
 }
 

@@ -86,8 +86,13 @@ struct mp_request {
   mp_charge charge;   /* its C and Lua bytes (base/charge.h) */
 
   /* The handler. */
-  void *co;        /* its coroutine (a lua_State), NULL when none */
-  int co_ref;      /* the coroutine's registry reference */
+  /* The running handler as the code keeps it (lua/vm.c: its coroutine,
+   * NULL when none, and the coroutine's registry reference). Only the
+   * code (mp_code_ops) writes it. */
+  struct {
+    void *co;
+    int ref;
+  } handler;
   bool running;    /* the handler has not returned yet */
   const mp_wait_ops *wait; /* what its handler waits on (wait.h), or NULL */
   uv_timer_t timer;
@@ -129,10 +134,28 @@ mp_request *mp_request_from_ctx(uint64_t ctx, int kind);
  * absolute-form target without one). Valid while r lives. */
 const char *mp_request_path(const mp_request *r, size_t *len);
 
-/* Routes r and runs its handler. Returns true when r finished (handler
- * returned, response complete) before returning; otherwise the handler is
- * suspended and mp_conn_request_done() follows later. Runs Lua. */
-bool mp_request_start(mp_request *r);
+/* r's head is whole at head (in the connection's buffer; body_done when
+ * its body is all in too): routes r and runs its handler. Returns true
+ * when r finished (handler returned, response complete) before returning;
+ * otherwise the handler is suspended and mp_conn_request_done() follows
+ * later. Runs Lua. */
+bool mp_request_start(mp_request *r, const char *head, bool body_done);
+
+/* The connection moved r's head to head (compacting its buffer). */
+static inline void mp_request_head_moved(mp_request *r, const char *head) {
+  r->head = head;
+}
+
+/* The whole body of r has been parsed. */
+static inline void mp_request_body_done(mp_request *r) { r->body_done = true; }
+
+/* r's handler is done before its body has all come: the rest is read and
+ * dropped. */
+void mp_request_drain_body(mp_request *r);
+
+/* Once, after r's client left before its response was complete: true,
+ * and from then on false (the handler is told once). */
+bool mp_request_tell_abort(mp_request *r);
 
 /* The request is over (its response complete): counts it in the stats and
  * the access log. */
