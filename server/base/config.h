@@ -1,6 +1,8 @@
 /*
- * The command line: options, their defaults and their checks. Parsing has
- * no side effects beyond filling mp_config and printing to stdout/stderr.
+ * The settings: what the command line sets, read by every layer. The
+ * parser that fills them lives above all the layers that read them
+ * (server/proc/config.c); only the process code calls it. Parsing has no
+ * side effects beyond filling mp_config and printing to stdout/stderr.
  */
 #ifndef MP_CONFIG_H
 #define MP_CONFIG_H
