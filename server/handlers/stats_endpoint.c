@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "errors.h"
 #include "shared.h"
+#include "str.h"
 
 #define STATS_PATH "/__moonport/stats"
 
@@ -58,7 +59,7 @@ static int reload_json(mp_server *s, mp_buf *out) {
   memcpy(msg, st->last_error, sizeof msg);
   msg[sizeof msg - 1] = '\0';
   char quoted[sizeof msg * 6 + 3];
-  size_t n = mp_http1_json_string(quoted, sizeof quoted - 1, msg, strlen(msg));
+  size_t n = mp_str_json(quoted, sizeof quoted - 1, msg, strlen(msg));
   quoted[n] = '\0';
   return put(out,
              "\"reload\":{\"generation\":%llu,\"reloads\":%llu,"
@@ -103,7 +104,7 @@ int mp_stats_json(mp_server *s, mp_buf *out) {
     const mp_route_stats *r = &st->routes[i];
     double n = r->count ? (double)r->count : 1.0;
     char pattern[600];
-    size_t plen = mp_http1_json_string(pattern, sizeof pattern - 1,
+    size_t plen = mp_str_json(pattern, sizeof pattern - 1,
                                        route->pattern, strlen(route->pattern));
     pattern[plen] = '\0';
     rc = put(out,

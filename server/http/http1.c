@@ -25,6 +25,7 @@
 #include "http1.h"
 
 #include "errors.h"
+#include "str.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -186,7 +187,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n) {
 static bool field_is(mp_http1 *h, const mp_hfield *f, const char *name,
                      size_t len) {
   return f->name.len == len &&
-         mp_http1_ieq(h->base + h->msg_off + f->name.off, name, len);
+         mp_str_ieq(h->base + h->msg_off + f->name.off, name, len);
 }
 
 /* The next element of the comma-separated list v[0, len) at or after *i
@@ -210,7 +211,7 @@ static const char *next_element(const char *v, size_t len, size_t *i,
 }
 
 static bool element_is(const char *e, size_t n, const char *lit, size_t len) {
-  return n == len && mp_http1_ieq(e, lit, len);
+  return n == len && mp_str_ieq(e, lit, len);
 }
 
 /* Reads the codings of one Transfer-Encoding value: *other is set when
@@ -316,7 +317,7 @@ static int check_fields(mp_http1 *h, llhttp_t *p) {
       if (f->value.len > 0 && !valid_authority(v, f->value.len))
         return fail(h, 400, "invalid Host header");
     } else if (field_is(h, f, "expect", 6)) {
-      if (f->value.len != 12 || !mp_http1_ieq(v, "100-continue", 12))
+      if (f->value.len != 12 || !mp_str_ieq(v, "100-continue", 12))
         return fail(h, 417, "unsupported expectation");
       /* RFC 9110 section 10.1.1: ignored in an HTTP/1.0 request. */
       m->expect_continue = m->http_minor >= 1;
@@ -759,140 +760,6 @@ int mp_http1_execute(mp_http1 *h, const char *buf, size_t len, size_t *pos) {
   return h->state == MP_H1_DONE ? MP_H1_MESSAGE : MP_H1_NEED_MORE;
 }
 
-/* ---- Bytes out ---- */
-
-const char *mp_http1_reason(int status) {
-  switch (status) {
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 203: return "Non-Authoritative Information";
-    case 204: return "No Content";
-    case 205: return "Reset Content";
-    case 206: return "Partial Content";
-    case 300: return "Multiple Choices";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 303: return "See Other";
-    case 304: return "Not Modified";
-    case 307: return "Temporary Redirect";
-    case 308: return "Permanent Redirect";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 402: return "Payment Required";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 411: return "Length Required";
-    case 412: return "Precondition Failed";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 416: return "Range Not Satisfiable";
-    case 417: return "Expectation Failed";
-    case 418: return "I'm a teapot";
-    case 421: return "Misdirected Request";
-    case 422: return "Unprocessable Content";
-    case 425: return "Too Early";
-    case 426: return "Upgrade Required";
-    case 428: return "Precondition Required";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 451: return "Unavailable For Legal Reasons";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-  }
-  return "Unknown";
-}
-
-size_t mp_http1_date_line(char *out, time_t t) {
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  /* strftime's %a and %b follow the locale; IMF-fixdate needs English. */
-  static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-  static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  int n = snprintf(out, 40, "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n",
-                   days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon],
-                   tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  return n > 0 ? (size_t)n : 0;
-}
-
-size_t mp_http1_json_string(char *out, size_t cap, const char *text,
-                            size_t len) {
-  static const char hex[] = "0123456789abcdef";
-  size_t o = 0;
-  if (cap < 2) return 0;
-  out[o++] = '"';
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)text[i];
-    char esc[6];
-    size_t k;
-    if (c == '"' || c == '\\') {
-      esc[0] = '\\';
-      esc[1] = (char)c;
-      k = 2;
-    } else if (c == '\n') {
-      memcpy(esc, "\\n", 2);
-      k = 2;
-    } else if (c == '\t') {
-      memcpy(esc, "\\t", 2);
-      k = 2;
-    } else if (c < 0x20 || c == 0x7f) {
-      memcpy(esc, "\\u00", 4);
-      esc[4] = hex[c >> 4];
-      esc[5] = hex[c & 15];
-      k = 6;
-    } else {
-      esc[0] = (char)c;
-      k = 1;
-    }
-    if (o + k + 1 > cap) break;
-    memcpy(out + o, esc, k);
-    o += k;
-  }
-  out[o++] = '"';
-  return o;
-}
-
-static int hexval(unsigned char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-size_t mp_http1_unescape(char *dst, const char *src, size_t len,
-                         bool plus_space) {
-  size_t o = 0;
-  for (size_t i = 0; i < len; i++) {
-    char c = src[i];
-    if (c == '%' && i + 2 < len) {
-      int hi = hexval((unsigned char)src[i + 1]);
-      int lo = hexval((unsigned char)src[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        dst[o++] = (char)(hi * 16 + lo);
-        i += 2;
-        continue;
-      }
-    } else if (c == '+' && plus_space) {
-      c = ' ';
-    }
-    dst[o++] = c;
-  }
-  return o;
-}
-
 long mp_http1_query_get(const char *query, size_t qlen, const char *name,
                         size_t nlen, char *dst) {
   size_t i = 0;
@@ -905,10 +772,10 @@ long mp_http1_query_get(const char *query, size_t qlen, const char *name,
     size_t klen = eq ? (size_t)(eq - pair) : plen;
     if (plen > 0) {
       /* Decode the key into dst (it is at least qlen long) to compare. */
-      size_t dk = mp_http1_unescape(dst, pair, klen, true);
+      size_t dk = mp_str_unescape(dst, pair, klen, true);
       if (dk == nlen && memcmp(dst, name, nlen) == 0) {
         if (eq == NULL) return 0;
-        return (long)mp_http1_unescape(dst, eq + 1, plen - klen - 1, true);
+        return (long)mp_str_unescape(dst, eq + 1, plen - klen - 1, true);
       }
     }
     i = end + 1;
@@ -929,100 +796,4 @@ bool mp_http1_valid_value(const char *p, size_t n) {
     if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
   }
   return true;
-}
-
-bool mp_http1_ieq(const char *a, const char *b, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
-    if (x >= 'A' && x <= 'Z') x += 32;
-    if (y >= 'A' && y <= 'Z') y += 32;
-    if (x != y) return false;
-  }
-  return true;
-}
-
-/* Appends the decimal digits of v. */
-static size_t put_u64(char *out, uint64_t v) {
-  char tmp[24];
-  size_t n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-  return n;
-}
-
-#define PUT(lit)                          \
-  do {                                    \
-    memcpy(p, lit, sizeof(lit) - 1);      \
-    p += sizeof(lit) - 1;                 \
-  } while (0)
-
-/* The Server line every head carries, formatted once. */
-static char server_line[sizeof "Server: \r\n" + MP_H1_SERVER_MAX] =
-    "Server: moonport\r\n";
-static size_t server_len = sizeof "Server: moonport\r\n" - 1;
-
-int mp_http1_set_server(const char *value) {
-  if (value == NULL) {
-    server_len = 0;
-    return 0;
-  }
-  size_t n = strlen(value);
-  if (n == 0 || n > MP_H1_SERVER_MAX || !mp_http1_valid_value(value, n))
-    return MP_INVALID;
-  server_len = (size_t)snprintf(server_line, sizeof server_line,
-                                "Server: %s\r\n", value);
-  return 0;
-}
-
-int mp_http1_write_head(mp_buf *out, const mp_http1_head *h) {
-  const char *reason = h->reason ? h->reason : mp_http1_reason(h->status);
-  size_t rlen = h->reason ? h->reason_len : strlen(reason);
-  size_t ctlen = h->content_type ? strlen(h->content_type) : 0;
-  size_t slen = h->own_server ? 0 : server_len;
-  size_t need = 16 + rlen + slen + h->date_len + 16 + ctlen + 40 +
-                h->extra_len + 32;
-  if (mp_buf_reserve(out, need) != 0) return MP_NOMEM;
-
-  char *p = out->data + out->len;
-  if (h->status == 200 && h->reason == NULL) {
-    PUT("HTTP/1.1 200 OK\r\n");
-  } else {
-    PUT("HTTP/1.1 ");
-    p += put_u64(p, (uint64_t)h->status);
-    *p++ = ' ';
-    memcpy(p, reason, rlen);
-    p += rlen;
-    PUT("\r\n");
-  }
-  memcpy(p, server_line, slen);
-  p += slen;
-  memcpy(p, h->date, h->date_len);
-  p += h->date_len;
-  if (h->content_type != NULL) {
-    PUT("Content-Type: ");
-    memcpy(p, h->content_type, ctlen);
-    p += ctlen;
-    PUT("\r\n");
-  }
-  if (h->content_length >= 0) {
-    PUT("Content-Length: ");
-    p += put_u64(p, (uint64_t)h->content_length);
-    PUT("\r\n");
-  } else if (h->content_length == MP_H1_LENGTH_CHUNKED) {
-    PUT("Transfer-Encoding: chunked\r\n");
-  }
-  if (h->extra_len > 0) {
-    memcpy(p, h->extra, h->extra_len);
-    p += h->extra_len;
-  }
-  if (h->connection == MP_H1_CONN_CLOSE)
-    PUT("Connection: close\r\n");
-  else if (h->connection == MP_H1_CONN_KEEPALIVE)
-    PUT("Connection: keep-alive\r\n");
-  PUT("\r\n");
-  out->len = (size_t)(p - out->data);
-  return 0;
 }

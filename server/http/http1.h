@@ -1,5 +1,7 @@
 /*
- * HTTP/1.1 as bytes: requests in, response heads out. No I/O.
+ * HTTP/1.1 requests as bytes, and the grammar of their parts (query
+ * strings, field names and values). No I/O. Response heads are
+ * http1_out.h's.
  *
  * mp_http1 wraps llhttp (strict mode, no lenient flag) and adds what
  * llhttp 8.1.0 lets through: a pre-scan of every head byte rejects NUL, a CR
@@ -140,26 +142,6 @@ static inline bool mp_http1_idle(const mp_http1 *h) {
   return h->state == MP_H1_IN_HEAD && h->scanned == 0;
 }
 
-/* ---- Bytes out ---- */
-
-/* The reason phrase for a status code ("OK", "Not Found"), or "Unknown". */
-const char *mp_http1_reason(int status);
-
-/* Formats "Date: <IMF-fixdate>\r\n" into out (at least 40 bytes); returns
- * its length. */
-size_t mp_http1_date_line(char *out, time_t t);
-
-/* Writes `"<text>"` as a JSON string into out, escaping as needed; returns
- * bytes written, at most cap (the text is cut to fit). */
-size_t mp_http1_json_string(char *out, size_t cap, const char *text,
-                            size_t len);
-
-/* Percent-decodes src into dst (at least len bytes); with plus_space, '+'
- * becomes ' '. Malformed escapes are kept as they are. Returns the decoded
- * length. */
-size_t mp_http1_unescape(char *dst, const char *src, size_t len,
-                         bool plus_space);
-
 /* Finds the first query parameter called name (compared after decoding) in
  * the raw query string; decodes its value into dst (at least qlen bytes)
  * and returns the length, or -1 when absent. */
@@ -170,49 +152,5 @@ long mp_http1_query_get(const char *query, size_t qlen, const char *name,
  * HTAB: no CR, LF, NUL or DEL). */
 bool mp_http1_valid_name(const char *p, size_t n);
 bool mp_http1_valid_value(const char *p, size_t n);
-
-/* Case-insensitive comparison of n bytes. */
-bool mp_http1_ieq(const char *a, const char *b, size_t n);
-
-/* ---- Response heads ---- */
-
-#include "pool.h"
-
-enum {
-  MP_H1_CONN_NONE = 0,      /* say nothing: HTTP/1.1 keep-alive */
-  MP_H1_CONN_CLOSE = 1,     /* "Connection: close" */
-  MP_H1_CONN_KEEPALIVE = 2  /* "Connection: keep-alive", for HTTP/1.0 */
-};
-
-#define MP_H1_LENGTH_CHUNKED (-1) /* Transfer-Encoding: chunked */
-#define MP_H1_LENGTH_NONE (-2)    /* no framing header (ends at close, or no body) */
-
-typedef struct mp_http1_head {
-  int status;
-  bool own_server;    /* extra holds a Server field: the default one is left out */
-  const char *reason; /* the reason phrase; NULL for the standard one */
-  size_t reason_len;
-  const char *date; /* a whole "Date: ...\r\n" line */
-  size_t date_len;
-  const char *content_type; /* NULL for none */
-  int64_t content_length;   /* >= 0, or MP_H1_LENGTH_* */
-  const char *extra;        /* header lines, each ending in CRLF */
-  size_t extra_len;
-  int connection; /* MP_H1_CONN_* */
-} mp_http1_head;
-
-/* Appends the head (status line through the blank line) to out, with the
- * Server field mp_http1_set_server chose unless h->own_server. Returns 0
- * or MP_NOMEM. */
-int mp_http1_write_head(mp_buf *out, const mp_http1_head *h);
-
-#define MP_H1_SERVER_MAX 128 /* bytes of a Server field value */
-
-/* Chooses the Server field of every head written from now on: value, or
- * none for NULL ("moonport" until called). The line is formatted here,
- * once. Returns 0, or MP_INVALID (and changes nothing) for a value that is
- * empty, longer than MP_H1_SERVER_MAX or not a valid field value.
- * Process-wide: call at startup, before any head is written. */
-int mp_http1_set_server(const char *value);
 
 #endif

@@ -22,6 +22,7 @@
 #include "request.h"
 #include "response.h"
 #include "shared.h"
+#include "str.h"
 #include "vm.h"
 
 /* Scratch space the getters decode into; Lua copies out at once. */
@@ -73,7 +74,7 @@ int mp_req_target(uint64_t ctx, int which, const char **out) {
 /* An absolute-form target's authority replaces the Host field's value
  * (RFC 9112 section 3.2.2). */
 static bool is_host(const char *name, size_t nlen) {
-  return nlen == 4 && mp_http1_ieq(name, "host", 4);
+  return nlen == 4 && mp_str_ieq(name, "host", 4);
 }
 
 int mp_req_header(uint64_t ctx, const char *name, size_t nlen,
@@ -88,7 +89,7 @@ int mp_req_header(uint64_t ctx, const char *name, size_t nlen,
   unsigned count = 0;
   for (unsigned i = 0; i < r->msg.nfields; i++) {
     const mp_hfield *f = &r->msg.fields[i];
-    if (f->name.len == nlen && mp_http1_ieq(span_ptr(r, f->name), name, nlen)) {
+    if (f->name.len == nlen && mp_str_ieq(span_ptr(r, f->name), name, nlen)) {
       if (found < 0) found = (int)i;
       total += f->value.len + 2;
       count++;
@@ -105,7 +106,7 @@ int mp_req_header(uint64_t ctx, const char *name, size_t nlen,
   size_t o = 0;
   for (unsigned i = (unsigned)found; i < r->msg.nfields; i++) {
     const mp_hfield *f = &r->msg.fields[i];
-    if (f->name.len == nlen && mp_http1_ieq(span_ptr(r, f->name), name, nlen)) {
+    if (f->name.len == nlen && mp_str_ieq(span_ptr(r, f->name), name, nlen)) {
       if (o > 0) {
         memcpy(dst + o, ", ", 2);
         o += 2;
@@ -162,7 +163,7 @@ int mp_req_param_at(uint64_t ctx, int i, const char **name,
   if (dst == NULL) return MP_NOMEM;
   *name = r->match.route->param_names[i];
   *value = dst;
-  return (int)mp_http1_unescape(dst, span_ptr(r, r->msg.path) + s.off, s.len,
+  return (int)mp_str_unescape(dst, span_ptr(r, r->msg.path) + s.off, s.len,
                                 false);
 }
 

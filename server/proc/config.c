@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "http1.h"
+#include "http1_out.h"
 
 #ifndef MP_VERSION
 #define MP_VERSION "0.0.0"

@@ -25,6 +25,7 @@
 #include "conn.h"
 #include "control.h"
 #include "errors.h"
+#include "http1_out.h"
 #include "log.h"
 #include "master.h"
 #include "request.h"

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "response.h"
 #include "stats.h"
+#include "str.h"
 
 /* Buffers bigger than these go back to malloc when a request ends. */
 #define KEEP_BODY (64 * 1024)
@@ -267,7 +268,7 @@ static const char *const not_trailers[] = {
 
 static bool may_trail(const char *name, size_t n) {
   for (size_t i = 0; i < sizeof not_trailers / sizeof not_trailers[0]; i++)
-    if (strlen(not_trailers[i]) == n && mp_http1_ieq(name, not_trailers[i], n))
+    if (strlen(not_trailers[i]) == n && mp_str_ieq(name, not_trailers[i], n))
       return false;
   return true;
 }

@@ -17,7 +17,9 @@
 
 #include "conn.h"
 #include "errors.h"
+#include "http1_out.h"
 #include "log.h"
+#include "str.h"
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define APPLICATION_JSON "application/json"
@@ -79,7 +81,7 @@ int mp_response_status(mp_request *r, int status) {
 }
 
 static bool name_is(const char *name, size_t nlen, const char *lit) {
-  return strlen(lit) == nlen && mp_http1_ieq(name, lit, nlen);
+  return strlen(lit) == nlen && mp_str_ieq(name, lit, nlen);
 }
 
 /* Removes the line of the field called lit from b (lines end in CRLF). */
@@ -88,7 +90,7 @@ static void drop_field(mp_buf *b, const char *lit) {
   for (size_t i = 0; i < b->len;) {
     char *line = b->data + i;
     size_t len = (size_t)((char *)memchr(line, '\n', b->len - i) - line) + 1;
-    if (len > nlen && line[nlen] == ':' && mp_http1_ieq(line, lit, nlen)) {
+    if (len > nlen && line[nlen] == ':' && mp_str_ieq(line, lit, nlen)) {
       memmove(line, line + len, b->len - i - len);
       b->len -= len;
       return;
@@ -116,7 +118,7 @@ int mp_response_header(mp_request *r, const char *name, size_t nlen,
   if (name_is(name, nlen, "Transfer-Encoding") || name_is(name, nlen, "Date"))
     return MP_DECLINED; /* the core owns framing and the date */
   if (name_is(name, nlen, "Connection")) {
-    if (vlen == 5 && mp_http1_ieq(value, "close", 5)) r->keep_alive = false;
+    if (vlen == 5 && mp_str_ieq(value, "close", 5)) r->keep_alive = false;
     return 0; /* the core writes Connection itself */
   }
   if (name_is(name, nlen, "Content-Type")) {
@@ -258,7 +260,7 @@ int mp_response_error_to(mp_server *s, mp_buf *out, int status,
   size_t n = 0;
   memcpy(body, "{\"error\":", 9);
   n = 9;
-  n += mp_http1_json_string(body + n, sizeof body - n - 1, text, strlen(text));
+  n += mp_str_json(body + n, sizeof body - n - 1, text, strlen(text));
   body[n++] = '}';
   mp_http1_head h = {
       .status = status,

@@ -10,6 +10,7 @@
 
 #include "conn.h"
 #include "errors.h"
+#include "http1_out.h"
 #include "request.h"
 
 mp_server *mp_server_self;

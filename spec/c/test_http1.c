@@ -10,7 +10,9 @@
 #include "check.h"
 #include "errors.h"
 #include "http1.h"
+#include "http1_out.h"
 #include "pool.h"
+#include "str.h"
 
 #define MAX_FIELDS 100
 
@@ -79,7 +81,7 @@ static const char *field_value(parsed *t, const char *buf, const char *name) {
   for (unsigned i = 0; i < t->msg.nfields; i++) {
     mp_hfield *f = &t->msg.fields[i];
     if (f->name.len == strlen(name) &&
-        mp_http1_ieq(buf + f->name.off, name, f->name.len)) {
+        mp_str_ieq(buf + f->name.off, name, f->name.len)) {
       snprintf(out, sizeof out, "%.*s", (int)f->value.len, buf + f->value.off);
       return out;
     }
@@ -667,15 +669,15 @@ static void test_heads_out(void) {
   CHECK_SPAN(date, n, "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
 
   char json[64];
-  n = mp_http1_json_string(json, sizeof json, "a\"b\\c\n\x01", 7);
+  n = mp_str_json(json, sizeof json, "a\"b\\c\n\x01", 7);
   CHECK_SPAN(json, n, "\"a\\\"b\\\\c\\n\\u0001\"");
 }
 
 static void test_decoding(void) {
   char dst[64];
-  size_t n = mp_http1_unescape(dst, "a%20b+c%zz%4", 12, true);
+  size_t n = mp_str_unescape(dst, "a%20b+c%zz%4", 12, true);
   CHECK_SPAN(dst, n, "a b c%zz%4");
-  n = mp_http1_unescape(dst, "a+b%2B", 6, false);
+  n = mp_str_unescape(dst, "a+b%2B", 6, false);
   CHECK_SPAN(dst, n, "a+b+");
   const char *q = "x=1&q=a+b+c%C3%A9&flag&q=second&e=";
   long k = mp_http1_query_get(q, strlen(q), "q", 1, dst);
