@@ -2,6 +2,7 @@
 -- budget; the memory limit that stops one request and not the server; the
 -- access log, the stats endpoint and X-Moonport-Alloc that report them.
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 
 -- The budget, in mean bytes per request (also in README.md). C bytes are
 -- 0 for every route: the core takes request memory from its pools.
@@ -22,10 +23,9 @@ local REQUESTS = {
     { ["Content-Type"] = "application/json" }, '{"a":1,"b":2}'),
 }
 
+-- The stats document, and its routes by "METHOD pattern".
 local function stats(port)
-  local status, _, body = helpers.request(port, "GET", "/__moonport/stats")
-  assert.equal(200, status)
-  local doc = helpers.json(body)
+  local doc = helpers.stats(port)
   local routes = {}
   for _, r in ipairs(doc.routes) do routes[r.method .. " " .. r.pattern] = r end
   return doc, routes
@@ -48,17 +48,10 @@ end
 describe("the allocation budget", function()
   for _, app in ipairs({ "scripts/hello.lua", "scripts/api.lua" }) do
     describe(app, function()
-      local server, port
-      setup(function()
-        server = helpers.start(app, { "--stats" })
-        port = server.port
-      end)
-      teardown(function()
-        if server then server:stop() end
-      end)
+      local server = support.serve(app, { "--stats" })
 
       it("keeps every route within its budget over 10,000 requests", function()
-        local _, routes = stats(port)
+        local _, routes = stats(server.port)
         local names = {}
         for name in pairs(routes) do
           if BUDGET[name] then names[#names + 1] = name end
@@ -66,11 +59,11 @@ describe("the allocation budget", function()
         table.sort(names)
         assert.is_true(#names > 0)
         -- Warm up: the first requests fill pools and compile traces.
-        for _, name in ipairs(names) do blast(port, REQUESTS[name], 1000) end
-        stats(port)
-        local before_doc, before = stats(port)
-        for _, name in ipairs(names) do blast(port, REQUESTS[name], 10000) end
-        local after_doc, after = stats(port)
+        for _, name in ipairs(names) do blast(server.port, REQUESTS[name], 1000) end
+        stats(server.port)
+        local before_doc, before = stats(server.port)
+        for _, name in ipairs(names) do blast(server.port, REQUESTS[name], 10000) end
+        local after_doc, after = stats(server.port)
 
         for _, name in ipairs(names) do
           local n = after[name].count - before[name].count
@@ -90,20 +83,13 @@ describe("the allocation budget", function()
 end)
 
 describe("the request memory limit", function()
-  local server, port
-  setup(function()
-    server = helpers.start("spec/fixtures/memory.lua", { "--stats" })
-    port = server.port
-  end)
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("spec/fixtures/memory.lua", { "--stats" })
 
   for _, route in ipairs({ "/big-table", "/concat", "/catch-and-retry" }) do
     it("stops " .. route .. " with a 500 and serves the next request on the same worker and connection", function()
-      local doc = stats(port)
+      local doc = stats(server.port)
       local heap_before = doc.worker.lua_heap_bytes
-      local conn = helpers.connect(port)
+      local conn = helpers.connect(server.port)
       local resp = conn:request("GET", route, nil, nil, { timeout = 30 })
       assert.equal(500, resp.status)
       helpers.json_error(resp)
@@ -123,7 +109,7 @@ describe("the request memory limit", function()
         .. "bytes, past %-%-request%-memory%-limit %(8388608%)")
       assert.truthy(size, logged)
       assert(tonumber(size) > 0 and tonumber(held) > 8388608, logged)
-      local after = stats(port)
+      local after = stats(server.port)
       assert.equal(doc.pid or after.worker.pid, after.worker.pid)
       -- The garbage went back: the heap is near where it was, not 8 MiB up.
       assert(after.worker.lua_heap_bytes < heap_before + 1024 * 1024,
@@ -132,26 +118,19 @@ describe("the request memory limit", function()
   end
 
   it("counts each stopped request", function()
-    local doc = stats(port)
+    local doc = stats(server.port)
     assert.equal(3, doc.worker.memory_limit_hits)
   end)
 end)
 
 describe("reporting", function()
-  local server, port, log_path
-  setup(function()
-    log_path = os.tmpname()
-    server = helpers.start("scripts/api.lua", { "--stats", "--debug", "--access-log", log_path })
-    port = server.port
-  end)
-  teardown(function()
-    if server then server:stop() end
-    os.remove(log_path)
-  end)
+  local log_path = os.tmpname()
+  local server = support.serve("scripts/api.lua", { "--stats", "--debug", "--access-log", log_path })
+  teardown(function() os.remove(log_path) end)
 
   it("writes one Common Log Format line per request, with seconds, bytes and worker", function()
-    helpers.request(port, "GET", "/users/7")
-    helpers.request(port, "GET", "/nowhere")
+    helpers.request(server.port, "GET", "/users/7")
+    helpers.request(server.port, "GET", "/nowhere")
     local lines = helpers.eventually(function()
       local f = io.open(log_path)
       local text = f:read("*a")
@@ -176,15 +155,15 @@ describe("reporting", function()
   end)
 
   it("puts X-Moonport-Alloc on responses under --debug", function()
-    local status, headers = helpers.request(port, "GET", "/users/7")
+    local status, headers = helpers.request(server.port, "GET", "/users/7")
     assert.equal(200, status)
     local lua, c = (headers["x-moonport-alloc"] or ""):match("^(%d+) (%d+)$")
     assert.truthy(lua, "X-Moonport-Alloc missing or malformed")
   end)
 
   it("serves per-route figures on the stats endpoint", function()
-    for _ = 1, 5 do helpers.request(port, "GET", "/health") end
-    local doc, routes = stats(port)
+    for _ = 1, 5 do helpers.request(server.port, "GET", "/health") end
+    local doc, routes = stats(server.port)
     assert.truthy(doc.worker.pid)
     assert.truthy(doc.worker.lua_heap_bytes > 0)
     assert.truthy(doc.worker.connections.open >= 1)
@@ -196,9 +175,7 @@ describe("reporting", function()
   end)
 
   it("has no stats endpoint without --stats", function()
-    local other = helpers.start("scripts/api.lua")
-    local status = helpers.request(other.port, "GET", "/__moonport/stats")
-    other:stop()
-    assert.equal(404, status)
+    local other = support.start("scripts/api.lua")
+    assert.equal(404, (helpers.request(other.port, "GET", "/__moonport/stats")))
   end)
 end)
