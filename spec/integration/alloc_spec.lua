@@ -123,6 +123,110 @@ describe("the request memory limit", function()
   end)
 end)
 
+-- Memory the core mallocs on a request's behalf is charged to it: a
+-- response, response headers or a body that outgrow the blocks and
+-- buffers the core keeps. The figures are checked in X-Moonport-Alloc,
+-- the access log and the stats endpoint; an ordinary request on a warm
+-- server costs nothing.
+describe("C bytes", function()
+  local APP = "spec/fixtures/memory.lua"
+  local log_path = os.tmpname()
+  local server = support.serve(APP, { "--stats", "--debug", "--access-log", log_path })
+  teardown(function() os.remove(log_path) end)
+
+  -- The C bytes X-Moonport-Alloc reports: what was charged before the
+  -- response head was written.
+  local function header_c_bytes(resp)
+    local c = (resp.headers["x-moonport-alloc"] or ""):match("^%d+ (%d+)$")
+    assert.truthy(c, "X-Moonport-Alloc missing or malformed")
+    return tonumber(c)
+  end
+
+  -- The C bytes of the access-log lines for `request_line`, in order,
+  -- once there are `n` of them.
+  local function logged_c_bytes(request_line, n)
+    local pat = '"' .. request_line:gsub("%p", "%%%0") .. '" %d+ %d+ [%d.]+ %d+ (%d+) %d+\n'
+    local found
+    helpers.eventually(function()
+      local f = io.open(log_path)
+      local text = f and f:read("*a") or ""
+      if f then f:close() end
+      found = {}
+      for c in text:gmatch(pat) do found[#found + 1] = tonumber(c) end
+      return #found >= n
+    end)
+    assert.equal(n, #found, "access-log lines for " .. request_line)
+    return found
+  end
+
+  it("charges a response that outgrows the pooled output block: at least its size, at most twice", function()
+    local N = 300000
+    local conn = helpers.connect(server.port)
+    support.defer(function() conn:close() end)
+    for _ = 1, 3 do assert.equal(N, #conn:request("GET", "/send/" .. N).body) end
+    for i, c in ipairs(logged_c_bytes("GET /send/" .. N .. " HTTP/1.1", 3)) do
+      assert(c >= N and c <= 2 * N, ("request %d: %d C bytes for a %d-byte response"):format(i, c, N))
+    end
+    local _, routes = stats(server.port)
+    local route = routes["GET /send/:n"]
+    assert.equal(3, route.count)
+    assert(route.c_bytes.total >= 3 * N and route.c_bytes.total <= 6 * N,
+      ("%d C bytes on the stats endpoint for 3 responses of %d bytes"):format(route.c_bytes.total, N))
+  end)
+
+  it("charges a response header that outgrows the kept buffer, every time", function()
+    local conn = helpers.connect(server.port)
+    support.defer(function() conn:close() end)
+    local seen = {}
+    for i = 1, 3 do
+      local resp = conn:request("GET", "/header/20000")
+      assert.equal(20000, #resp.headers["x-big"])
+      seen[i] = header_c_bytes(resp)
+      assert(seen[i] >= 20000 and seen[i] <= 65536,
+        ("request %d: %d C bytes for a 20000-byte header"):format(i, seen[i]))
+    end
+    -- The whole request's figure has the response head's block too.
+    for i, c in ipairs(logged_c_bytes("GET /header/20000 HTTP/1.1", 3)) do
+      assert(c >= seen[i] + 20000, ("request %d: %d C bytes logged, %d before its head")
+        :format(i, c, seen[i]))
+    end
+  end)
+
+  it("charges the body buffer the first large body needs, and nothing once it is kept", function()
+    local fresh = support.start(APP, { "--debug" })
+    local conn = helpers.connect(fresh.port)
+    support.defer(function() conn:close() end)
+    local body = ("b"):rep(200000)
+    local resp = conn:request("POST", "/length", nil, body)
+    assert.equal("200000", resp.body)
+    -- The buffer holds what the handler has not read yet: at least a
+    -- read's worth, at most 64 KiB and a read, doubled.
+    local c = header_c_bytes(resp)
+    assert(c >= 4096 and c <= 256 * 1024, ("%d C bytes for the first 200000-byte body"):format(c))
+    resp = conn:request("POST", "/length", nil, body)
+    assert.equal("200000", resp.body)
+    assert.equal(0, header_c_bytes(resp))
+  end)
+
+  it("charges nothing to an ordinary request once the pools are warm", function()
+    local conn = helpers.connect(server.port)
+    support.defer(function() conn:close() end)
+    -- The first requests may take back buffers a big request gave up.
+    for _ = 1, 3 do assert.equal(200, conn:request("GET", "/small").status) end
+    local _, before = stats(server.port)
+    for _ = 1, 10 do
+      local resp = conn:request("GET", "/small")
+      assert.equal(200, resp.status)
+      assert.equal(0, header_c_bytes(resp))
+    end
+    local _, after = stats(server.port)
+    assert.equal(10, after["GET /small"].count - before["GET /small"].count)
+    assert.equal(0, after["GET /small"].c_bytes.total - before["GET /small"].c_bytes.total)
+    local logged = logged_c_bytes("GET /small HTTP/1.1", 13)
+    for i = 4, 13 do assert.equal(0, logged[i], "access-log line " .. i) end
+  end)
+end)
+
 describe("reporting", function()
   local log_path = os.tmpname()
   local server = support.serve("scripts/api.lua", { "--stats", "--debug", "--access-log", log_path })
