@@ -21,12 +21,11 @@ import multiprocessing
 import os
 import socket
 import statistics
-import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import moonport_proc  # noqa: E402
 from http_client import get_request, parse_response  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -34,18 +33,9 @@ HEAD = b"GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
 
 
 def start(binary):
-    proc = subprocess.Popen(
+    return moonport_proc.start(
         ["taskset", "-c", "0", binary, "--listen", "127.0.0.1:0", "--header-timeout", "3600",
-         "--max-connections", "100000", os.path.join(ROOT, "scripts", "hello.lua")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if "listening on http://" not in line:
-        proc.kill()
-        sys.exit(f"moonport did not start: {line}{proc.stderr.read()}")
-    port = int(line.split("listening on http://")[1].split(" ")[0].rsplit(":", 1)[1])
-    for stream in (proc.stdout, proc.stderr):
-        threading.Thread(target=lambda s=stream: s.read(), daemon=True).start()
-    return proc, port
+         "--max-connections", "100000", os.path.join(ROOT, "scripts", "hello.lua")])
 
 
 def crowd(port, n, trickle, ready, stop):
