@@ -28,6 +28,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import moonport_proc  # noqa: E402
 from http_client import get_request, parse_response, tree_rss_kb  # noqa: E402
 
 APP = """local app = require("moonport").app()
@@ -76,18 +77,8 @@ class Client:
 
 
 def start(binary, app, workers):
-    proc = subprocess.Popen(
-        ["taskset", "-c", "0", binary, "--listen", "127.0.0.1:0", "--workers", str(workers), app],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if "listening on http://" not in line:
-        proc.kill()
-        sys.exit(f"moonport did not start: {line}{proc.stderr.read()}")
-    port = int(line.split("listening on http://")[1].split(" ")[0].rsplit(":", 1)[1])
-    # Keep draining both pipes so the server never blocks on them.
-    for stream in (proc.stdout, proc.stderr):
-        threading.Thread(target=lambda s=stream: s.read(), daemon=True).start()
-    return proc, port
+    return moonport_proc.start(
+        ["taskset", "-c", "0", binary, "--listen", "127.0.0.1:0", "--workers", str(workers), app])
 
 
 def wait_for(client, version, timeout=5.0):

@@ -1,9 +1,16 @@
 /*
- * Command-line parsing (see config.h). Every option is listed once in the
- * options table below, which also produces --help, so the two cannot drift.
+ * Command-line parsing (see config.h). Every option is one row of the
+ * options table below: its name, the kind of value it takes, the mp_config
+ * field the value goes to, its default, its bounds and its help. The
+ * defaults are applied by parsing each row's default text as if it had
+ * been given, and --help prints that same text, so the defaults, their
+ * checks and the help cannot drift apart. The parser only dispatches on the
+ * kind of value; no option is named in the code, so no option can set
+ * another's field.
  */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -20,125 +27,187 @@
 #endif
 
 typedef enum {
-  OPT_FLAG,
-  OPT_LISTEN,
-  OPT_SECONDS,
-  OPT_BYTES,
-  OPT_COUNT,
-  OPT_PATH,
-  OPT_WORKERS,
-  OPT_SERVER
+  OPT_SET,     /* a flag: sets its bool field */
+  OPT_CLEAR,   /* a flag: clears its bool field, which is set by default */
+  OPT_HELP,    /* prints the help, exits 0 */
+  OPT_VERSION, /* prints the version, exits 0 */
+  OPT_SECONDS, /* a positive number of seconds, kept in ms (uint64_t) */
+  OPT_BYTES,   /* a size with an optional k or m suffix (size_t) */
+  OPT_COUNT,   /* a whole number from min to max (unsigned) */
+  OPT_TEXT,    /* a non-empty string, kept as given (const char *) */
+  OPT_FILE,    /* a path that is not empty nor "-" (const char *) */
+  OPT_LISTEN,  /* HOST:PORT into host and port (no field of its own) */
+  OPT_WORKERS, /* "auto" or a count (unsigned), and workers_auto */
+  OPT_SERVER   /* "off" (NULL) or a field value (const char *) */
 } opt_kind;
 
 typedef struct option {
   const char *name;
   opt_kind kind;
-  const char *arg;
+  const char *arg;   /* the value's name in --help; NULL for a flag */
+  size_t field;      /* offsetof(mp_config, ...) where the value goes */
+  const char *def;   /* the default, parsed at start and shown by --help */
+  uint64_t min, max; /* counts: the range; sizes: the least (0: 1 byte) */
+  const char *what;  /* sizes with a least: what it limits; texts: what a
+                        value must be */
   const char *help;
 } option;
 
+/* The offset of mp_config's field f, which must have type T: a row that
+ * points a flag at a count, or a count at a string, does not compile.
+ * (size_t and uint64_t are one type on LP64; spec/c/test_config.c checks
+ * that each option lands in its own field.) */
+#define FIELD(f, T)                                                      \
+  (offsetof(mp_config, f) +                                             \
+   0 * sizeof(char[__builtin_types_compatible_p(                         \
+                       __typeof__(((mp_config *)0)->f), T) ? 1 : -1]))
+#define FLAG(f) FIELD(f, bool)
+#define MS(f) FIELD(f, uint64_t)
+#define SIZE(f) FIELD(f, size_t)
+#define COUNT(f) FIELD(f, unsigned)
+#define TEXT(f) FIELD(f, const char *)
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+/* Sizes go up to 2 GiB; seconds up to a year. */
+#define BYTES_MAX (1ull << 31)
+#define SECONDS_MAX (86400.0 * 365)
+
 static const option options[] = {
-    {"--workers", OPT_WORKERS, "N|auto",
-     "worker processes, each with its own listener, loop and Lua state "
-     "(default 1; auto: one per usable CPU)"},
-    {"--listen", OPT_LISTEN, "HOST:PORT",
-     "address to listen on, an IP address or a name resolved at startup "
-     "(default 127.0.0.1:8080; port 0 picks a free one)"},
-    {"--idle-timeout", OPT_SECONDS, "SECONDS",
-     "close a keep-alive connection idle this long (default 60)"},
-    {"--header-timeout", OPT_SECONDS, "SECONDS",
-     "a request head not complete this long after its first byte gets 408 "
-     "(default 10)"},
-    {"--body-timeout", OPT_SECONDS, "SECONDS",
-     "a request body that stalls this long between bytes gets 408 "
-     "(default 60)"},
-    {"--write-timeout", OPT_SECONDS, "SECONDS",
-     "close a connection whose client takes no response bytes for this long "
-     "(default 60)"},
-    {"--shutdown-timeout", OPT_SECONDS, "SECONDS",
-     "on SIGTERM or SIGINT, wait this long for requests in flight "
-     "(default 10)"},
-    {"--handler-timeout", OPT_SECONDS, "SECONDS",
+    {"--workers", OPT_WORKERS, "N|auto", COUNT(workers), "1", 1,
+     MP_MAX_WORKERS, NULL,
+     "worker processes, each with its own listener, loop and Lua state; "
+     "auto: one per usable CPU"},
+    {"--listen", OPT_LISTEN, "HOST:PORT", 0, "127.0.0.1:8080", 0, 0, NULL,
+     "address to listen on, an IP address or a name resolved at startup; "
+     "port 0 picks a free one"},
+    {"--idle-timeout", OPT_SECONDS, "SECONDS", MS(idle_timeout_ms), "60", 0,
+     0, NULL, "close a keep-alive connection idle this long"},
+    {"--header-timeout", OPT_SECONDS, "SECONDS", MS(header_timeout_ms), "10",
+     0, 0, NULL,
+     "a request head not complete this long after its first byte gets 408"},
+    {"--body-timeout", OPT_SECONDS, "SECONDS", MS(body_timeout_ms), "60", 0,
+     0, NULL, "a request body that stalls this long between bytes gets 408"},
+    {"--write-timeout", OPT_SECONDS, "SECONDS", MS(write_timeout_ms), "60",
+     0, 0, NULL,
+     "close a connection whose client takes no response bytes for this "
+     "long"},
+    {"--shutdown-timeout", OPT_SECONDS, "SECONDS", MS(shutdown_timeout_ms),
+     "10", 0, 0, NULL,
+     "on SIGTERM or SIGINT, wait this long for requests in flight"},
+    {"--handler-timeout", OPT_SECONDS, "SECONDS", MS(handler_timeout_ms),
+     "30", 0, 0, NULL,
      "a worker that stays in one handler this long without yielding is "
-     "killed and replaced (default 30)"},
-    {"--max-body-size", OPT_BYTES, "BYTES",
-     "largest request body; larger gets 413 (default 1m)"},
-    {"--max-header-size", OPT_BYTES, "BYTES",
-     "largest request head; larger gets 431, or 414 for the request line "
-     "(default 16k)"},
-    {"--max-headers", OPT_COUNT, "N",
-     "most header fields in a request; more gets 431 (default 100)"},
-    {"--max-connections", OPT_COUNT, "N",
-     "connections served at once; more are accepted and closed at once "
-     "(default 10000)"},
-    {"--write-high-water", OPT_BYTES, "BYTES",
+     "killed and replaced"},
+    {"--max-body-size", OPT_BYTES, "BYTES", SIZE(max_body_size), "1m", 0, 0,
+     NULL, "largest request body; larger gets 413"},
+    {"--max-header-size", OPT_BYTES, "BYTES", SIZE(max_header_size), "16k",
+     256, 0, "the head limit",
+     "largest request head; larger gets 431, or 414 for the request line"},
+    {"--max-headers", OPT_COUNT, "N", COUNT(max_headers), "100", 1, 10000,
+     NULL, "most header fields in a request; more gets 431"},
+    {"--max-connections", OPT_COUNT, "N", COUNT(max_connections), "10000", 1,
+     1000000, NULL,
+     "connections served at once; more are accepted and closed at once"},
+    {"--write-high-water", OPT_BYTES, "BYTES", SIZE(write_high_water),
+     "256k", 0, 0, NULL,
      "a handler streaming with res:write waits while more than this is "
-     "unsent (default 256k)"},
+     "unsent"},
     {"--request-memory-limit", OPT_BYTES, "BYTES",
+     SIZE(request_memory_limit), "8m", 0, 0, NULL,
      "how far one request may grow the Lua heap; past it the request gets "
-     "500 (default 8m)"},
-    {"--load-timeout", OPT_SECONDS, "SECONDS",
+     "500"},
+    {"--load-timeout", OPT_SECONDS, "SECONDS", MS(load_timeout_ms), "10", 0,
+     0, NULL,
      "loading the app (at startup and on reload) may take this long; past "
-     "it the load fails (default 10)"},
-    {"--load-memory-limit", OPT_BYTES, "BYTES",
+     "it the load fails"},
+    {"--load-memory-limit", OPT_BYTES, "BYTES", SIZE(load_memory_limit),
+     "512m", 0, 0, NULL,
      "how far loading the app may grow the Lua heap; past it the load "
-     "fails (default 512m)"},
-    {"--mock", OPT_PATH, "DIR",
+     "fails"},
+    {"--mock", OPT_TEXT, "DIR", TEXT(mock_dir), NULL, 0, 0, "a directory",
      "serve a WireMock directory (DIR/mappings, DIR/__files, DIR/*.lua) "
      "instead of an APP"},
-    {"--journal-size", OPT_COUNT, "N",
-     "requests the mock journal keeps, across workers; 0 for none "
-     "(default 1000)"},
-    {"--journal-memory", OPT_BYTES, "BYTES",
+    /* No journal at all is a choice: its least is 0. */
+    {"--journal-size", OPT_COUNT, "N", COUNT(journal_size), "1000", 0,
+     1000000, NULL,
+     "requests the mock journal keeps, across workers; 0 for none"},
+    {"--journal-memory", OPT_BYTES, "BYTES", SIZE(journal_memory), "32m",
+     64 * KIB, 0, "the store",
      "memory the mock journal's entries may take, across workers; past it "
-     "the oldest are dropped (default 32m, at least 64k)"},
-    {"--mock-state-size", OPT_BYTES, "BYTES",
+     "the oldest are dropped"},
+    {"--mock-state-size", OPT_BYTES, "BYTES", SIZE(mock_state_size), "16m",
+     64 * KIB, 0, "the store",
      "memory for the mock's admin-added mappings, scenario states and "
-     "counters, never evicted; a change past it gets 507 (default 16m, at "
-     "least 64k)"},
-    {"--no-cors", OPT_FLAG, NULL,
+     "counters, never evicted; a change past it gets 507"},
+    {"--no-cors", OPT_CLEAR, NULL, FLAG(cors), NULL, 0, 0, NULL,
      "mock apps do not answer CORS preflights or add "
      "Access-Control-Allow-Origin"},
-    {"--admin-cors", OPT_FLAG, NULL,
+    {"--admin-cors", OPT_SET, NULL, FLAG(admin_cors), NULL, 0, 0, NULL,
      "let web pages of other origins call the mock's /__admin API (CORS "
      "there too)"},
-    {"--admin-host", OPT_PATH, "NAME[,NAME...]",
+    {"--admin-host", OPT_TEXT, "NAME[,NAME...]", TEXT(admin_hosts), NULL, 0,
+     0, "a host name",
      "the mock's /__admin API also answers requests whose Host is NAME "
      "(besides loopback addresses, localhost and the --listen address)"},
-    {"--no-watch", OPT_FLAG, NULL,
+    {"--no-watch", OPT_CLEAR, NULL, FLAG(watch), NULL, 0, 0, NULL,
      "do not reload when the app's files change (SIGHUP still reloads)"},
-    {"--watch-delay", OPT_SECONDS, "SECONDS",
-     "reload this long after the last change to the app's files "
-     "(default 0.05)"},
-    {"--shared-size", OPT_BYTES, "BYTES",
-     "size of the moonport.shared store, shared by all workers "
-     "(default 16m, at least 64k)"},
-    {"--error-log", OPT_PATH, "PATH",
+    {"--watch-delay", OPT_SECONDS, "SECONDS", MS(watch_delay_ms), "0.05", 0,
+     0, NULL, "reload this long after the last change to the app's files"},
+    {"--shared-size", OPT_BYTES, "BYTES", SIZE(shared_size), "16m", 64 * KIB,
+     0, "the store",
+     "size of the moonport.shared store, shared by all workers"},
+    {"--error-log", OPT_FILE, "PATH", TEXT(error_log), NULL, 0, 0,
+     "a path",
      "write the error log to PATH instead of stderr (SIGUSR1 reopens it)"},
-    {"--access-log", OPT_PATH, "PATH|-",
+    {"--access-log", OPT_TEXT, "PATH|-", TEXT(access_log), NULL, 0, 0,
+     "a path or -",
      "log every request to PATH (- for stdout): Common Log Format, then "
      "seconds, Lua bytes and C bytes"},
-    {"--server-header", OPT_SERVER, "off|NAME",
-     "the Server field of every response: NAME, or none with off "
-     "(default moonport)"},
-    {"--stats", OPT_FLAG, NULL,
+    {"--server-header", OPT_SERVER, "off|NAME", TEXT(server_header),
+     "moonport", 0, MP_H1_SERVER_MAX, NULL,
+     "the Server field of every response: NAME, or none with off"},
+    {"--stats", OPT_SET, NULL, FLAG(stats), NULL, 0, 0, NULL,
      "serve GET /__moonport/stats (JSON) to loopback clients"},
-    {"--check", OPT_FLAG, NULL, "load the app, print its routes and exit"},
-    {"--debug", OPT_FLAG, NULL,
+    {"--check", OPT_SET, NULL, FLAG(check), NULL, 0, 0, NULL,
+     "load the app, print its routes and exit"},
+    {"--debug", OPT_SET, NULL, FLAG(debug), NULL, 0, 0, NULL,
      "put handler errors in 500 responses and X-Moonport-Alloc on every "
      "response"},
-    {"--version", OPT_FLAG, NULL, "print the version and exit"},
-    {"--help", OPT_FLAG, NULL, "print this help and exit"},
+    {"--version", OPT_VERSION, NULL, 0, NULL, 0, 0, NULL,
+     "print the version and exit"},
+    {"--help", OPT_HELP, NULL, 0, NULL, 0, 0, NULL,
+     "print this help and exit"},
 };
+
+#define NOPTIONS (sizeof options / sizeof options[0])
+
+/* A size as --help and the messages write it: 64k, 16m, 256 bytes. */
+static void format_size(char *out, size_t cap, uint64_t n) {
+  if (n % MIB == 0)
+    snprintf(out, cap, "%" PRIu64 "m", n / MIB);
+  else if (n % KIB == 0)
+    snprintf(out, cap, "%" PRIu64 "k", n / KIB);
+  else
+    snprintf(out, cap, "%" PRIu64 " bytes", n);
+}
 
 static void usage(FILE *out) {
   fprintf(out, "usage: moonport [options] APP.lua\n"
                "       moonport [options] --mock DIR\n\noptions:\n");
-  for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
-    char left[64];
-    snprintf(left, sizeof left, "%s%s%s", options[i].name,
-             options[i].arg ? " " : "", options[i].arg ? options[i].arg : "");
-    fprintf(out, "  %-30s %s\n", left, options[i].help);
+  for (size_t i = 0; i < NOPTIONS; i++) {
+    const option *o = &options[i];
+    char left[64], least[48] = "";
+    snprintf(left, sizeof left, "%s%s%s", o->name, o->arg ? " " : "",
+             o->arg ? o->arg : "");
+    if (o->kind == OPT_BYTES && o->min > 1) {
+      char size[32];
+      format_size(size, sizeof size, o->min);
+      snprintf(least, sizeof least, ", at least %s", size);
+    }
+    fprintf(out, "  %-30s %s", left, o->help);
+    if (o->def != NULL) fprintf(out, " (default %s%s)", o->def, least);
+    fputc('\n', out);
   }
   fprintf(out,
           "\nBYTES takes a k or m suffix (KiB, MiB). SECONDS may have a "
@@ -172,42 +241,37 @@ static int parse_listen(mp_config *cfg, const char *opt, const char *v) {
   return MP_CONFIG_RUN;
 }
 
-/* The size a store option sets, or NULL when name is not one. */
-static size_t *store_size(mp_config *cfg, const char *name) {
-  if (strcmp(name, "--shared-size") == 0) return &cfg->shared_size;
-  if (strcmp(name, "--mock-state-size") == 0) return &cfg->mock_state_size;
-  if (strcmp(name, "--journal-memory") == 0) return &cfg->journal_memory;
-  return NULL;
+/* A whole number from o->min to o->max, or -1 after the message. */
+static long long parse_count(const option *o, const char *v,
+                             const char *expect) {
+  char *end;
+  errno = 0;
+  long long n = strtoll(v, &end, 10);
+  if (errno || end == v || *end != '\0' || n < (long long)o->min ||
+      n > (long long)o->max) {
+    char why[96];
+    snprintf(why, sizeof why, "%s from %" PRIu64 " to %" PRIu64, expect,
+             o->min, o->max);
+    bad_value(o->name, v, why);
+    return -1;
+  }
+  return n;
 }
 
+/* Parses v as o's value into cfg. Returns MP_CONFIG_RUN or, after printing
+ * the problem, MP_CONFIG_USAGE. */
 static int parse_value(mp_config *cfg, const option *o, const char *v) {
+  char *at = (char *)cfg + o->field;
   char *end;
   errno = 0;
   switch (o->kind) {
-    case OPT_LISTEN:
-      return parse_listen(cfg, o->name, v);
     case OPT_SECONDS: {
       double s = strtod(v, &end);
       if (errno || end == v || *end != '\0' || !isfinite(s) || s <= 0 ||
-          s > 86400.0 * 365)
+          s > SECONDS_MAX)
         return bad_value(o->name, v, "expected a positive number of seconds");
       uint64_t ms = (uint64_t)(s * 1000.0 + 0.5);
-      if (strcmp(o->name, "--idle-timeout") == 0)
-        cfg->idle_timeout_ms = ms;
-      else if (strcmp(o->name, "--header-timeout") == 0)
-        cfg->header_timeout_ms = ms;
-      else if (strcmp(o->name, "--body-timeout") == 0)
-        cfg->body_timeout_ms = ms;
-      else if (strcmp(o->name, "--write-timeout") == 0)
-        cfg->write_timeout_ms = ms;
-      else if (strcmp(o->name, "--handler-timeout") == 0)
-        cfg->handler_timeout_ms = ms;
-      else if (strcmp(o->name, "--watch-delay") == 0)
-        cfg->watch_delay_ms = ms;
-      else if (strcmp(o->name, "--load-timeout") == 0)
-        cfg->load_timeout_ms = ms;
-      else
-        cfg->shutdown_timeout_ms = ms;
+      memcpy(at, &ms, sizeof ms);
       return MP_CONFIG_RUN;
     }
     case OPT_BYTES: {
@@ -215,132 +279,101 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
         return bad_value(o->name, v, "expected a size in bytes");
       unsigned long long n = strtoull(v, &end, 10);
       unsigned long long unit = 1;
-      if (*end == 'k' || *end == 'K') unit = 1024, end++;
-      else if (*end == 'm' || *end == 'M') unit = 1024 * 1024, end++;
-      if (errno || end == v || *end != '\0' || n == 0 || n > (1ull << 31) / unit)
+      if (*end == 'k' || *end == 'K') unit = KIB, end++;
+      else if (*end == 'm' || *end == 'M') unit = MIB, end++;
+      if (errno || end == v || *end != '\0' || n == 0 || n > BYTES_MAX / unit)
         return bad_value(o->name, v, "expected a size from 1 byte to 2g");
       n *= unit;
-      if (strcmp(o->name, "--max-body-size") == 0)
-        cfg->max_body_size = (size_t)n;
-      else if (strcmp(o->name, "--request-memory-limit") == 0)
-        cfg->request_memory_limit = (size_t)n;
-      else if (strcmp(o->name, "--load-memory-limit") == 0)
-        cfg->load_memory_limit = (size_t)n;
-      else if (strcmp(o->name, "--write-high-water") == 0)
-        cfg->write_high_water = (size_t)n;
-      else if (store_size(cfg, o->name) != NULL) {
-        if (n < 64 * 1024)
-          return bad_value(o->name, v, "the store is at least 64k");
-        *store_size(cfg, o->name) = (size_t)n;
+      if (n < o->min) {
+        char least[32], why[96];
+        format_size(least, sizeof least, o->min);
+        snprintf(why, sizeof why, "%s is at least %s", o->what, least);
+        return bad_value(o->name, v, why);
       }
-      else if (n < 256)
-        return bad_value(o->name, v, "the head limit is at least 256 bytes");
-      else
-        cfg->max_header_size = (size_t)n;
+      size_t size = (size_t)n;
+      memcpy(at, &size, sizeof size);
       return MP_CONFIG_RUN;
     }
     case OPT_COUNT: {
-      bool conns = strcmp(o->name, "--max-connections") == 0;
-      bool journal = strcmp(o->name, "--journal-size") == 0;
-      long top = conns || journal ? 1000000 : 10000;
-      long bottom = journal ? 0 : 1; /* no journal at all is a choice */
-      long n = strtol(v, &end, 10);
-      if (errno || end == v || *end != '\0' || n < bottom || n > top) {
-        char why[64];
-        snprintf(why, sizeof why, "expected a count from %ld to %ld", bottom,
-                 top);
-        return bad_value(o->name, v, why);
-      }
-      if (conns)
-        cfg->max_connections = (unsigned)n;
-      else if (journal)
-        cfg->journal_size = (unsigned)n;
-      else
-        cfg->max_headers = (unsigned)n;
+      long long n = parse_count(o, v, "expected a count");
+      if (n < 0) return MP_CONFIG_USAGE;
+      unsigned count = (unsigned)n;
+      memcpy(at, &count, sizeof count);
       return MP_CONFIG_RUN;
     }
-    case OPT_PATH:
-      if (strcmp(o->name, "--mock") == 0) {
-        if (v[0] == '\0') return bad_value(o->name, v, "expected a directory");
-        cfg->mock_dir = v;
-      } else if (strcmp(o->name, "--admin-host") == 0) {
-        if (v[0] == '\0') return bad_value(o->name, v, "expected a host name");
-        cfg->admin_hosts = v;
-      } else if (strcmp(o->name, "--error-log") == 0) {
-        if (v[0] == '\0' || strcmp(v, "-") == 0)
-          return bad_value(o->name, v, "expected a path");
-        cfg->error_log = v;
-      } else {
-        if (v[0] == '\0') return bad_value(o->name, v, "expected a path or -");
-        cfg->access_log = v;
+    case OPT_FILE:
+    case OPT_TEXT: {
+      if (v[0] == '\0' || (o->kind == OPT_FILE && strcmp(v, "-") == 0)) {
+        char why[64];
+        snprintf(why, sizeof why, "expected %s", o->what);
+        return bad_value(o->name, v, why);
       }
+      memcpy(at, &v, sizeof v);
       return MP_CONFIG_RUN;
+    }
+    case OPT_LISTEN:
+      return parse_listen(cfg, o->name, v);
     case OPT_WORKERS: {
       if (strcmp(v, "auto") == 0) {
+        unsigned unresolved = 0; /* mp_config_parse resolves it */
+        memcpy(at, &unresolved, sizeof unresolved);
         cfg->workers_auto = true;
-        cfg->workers = 0;
         return MP_CONFIG_RUN;
       }
-      long n = strtol(v, &end, 10);
-      if (errno || end == v || *end != '\0' || n < 1 || n > MP_MAX_WORKERS) {
-        char why[64];
-        snprintf(why, sizeof why, "expected auto or a count from 1 to %d",
-                 MP_MAX_WORKERS);
-        return bad_value(o->name, v, why);
-      }
+      long long n = parse_count(o, v, "expected auto or a count");
+      if (n < 0) return MP_CONFIG_USAGE;
+      unsigned count = (unsigned)n;
+      memcpy(at, &count, sizeof count);
       cfg->workers_auto = false;
-      cfg->workers = (unsigned)n;
       return MP_CONFIG_RUN;
     }
-    case OPT_SERVER:
+    case OPT_SERVER: {
+      const char *value = v;
       if (strcmp(v, "off") == 0) {
-        cfg->server_header = NULL;
-        return MP_CONFIG_RUN;
-      }
-      if (v[0] == '\0' || strlen(v) > MP_H1_SERVER_MAX ||
-          !mp_http1_valid_value(v, strlen(v))) {
+        value = NULL;
+      } else if (v[0] == '\0' || strlen(v) > o->max ||
+                 !mp_http1_valid_value(v, strlen(v))) {
         char why[96];
         snprintf(why, sizeof why,
-                 "expected off or a field value of 1 to %d bytes, no "
-                 "control bytes", MP_H1_SERVER_MAX);
+                 "expected off or a field value of 1 to %" PRIu64
+                 " bytes, no control bytes", o->max);
         return bad_value(o->name, v, why);
       }
-      cfg->server_header = v;
+      memcpy(at, &value, sizeof value);
       return MP_CONFIG_RUN;
-    case OPT_FLAG:
+    }
+    case OPT_SET:
+    case OPT_CLEAR:
+    case OPT_HELP:
+    case OPT_VERSION:
       break;
   }
   return MP_CONFIG_USAGE;
 }
 
-int mp_config_parse(mp_config *cfg, int argc, char **argv) {
+/* Every field at its default: the defaults are parsed like given values. */
+static void set_defaults(mp_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
-  strcpy(cfg->host, "127.0.0.1");
-  cfg->port = 8080;
-  cfg->idle_timeout_ms = 60 * 1000;
-  cfg->shutdown_timeout_ms = 10 * 1000;
-  cfg->header_timeout_ms = 10 * 1000;
-  cfg->body_timeout_ms = 60 * 1000;
-  cfg->write_timeout_ms = 60 * 1000;
-  cfg->max_body_size = 1024 * 1024;
-  cfg->max_header_size = 16 * 1024;
-  cfg->max_headers = 100;
-  cfg->max_connections = 10000;
-  cfg->request_memory_limit = 8 * 1024 * 1024;
-  cfg->load_timeout_ms = 10 * 1000;
-  cfg->load_memory_limit = 512 * 1024 * 1024;
-  cfg->write_high_water = 256 * 1024;
-  cfg->workers = 1;
-  cfg->handler_timeout_ms = 30 * 1000;
-  cfg->shared_size = 16 * 1024 * 1024;
-  cfg->mock_state_size = 16 * 1024 * 1024;
-  cfg->journal_memory = 32 * 1024 * 1024;
-  cfg->watch = true;
-  cfg->cors = true;
-  cfg->journal_size = 1000;
-  cfg->watch_delay_ms = 50;
-  cfg->server_header = "moonport";
+  for (size_t i = 0; i < NOPTIONS; i++) {
+    const option *o = &options[i];
+    if (o->kind == OPT_CLEAR) *((bool *)((char *)cfg + o->field)) = true;
+    if (o->def == NULL) continue;
+    int rc = parse_value(cfg, o, o->def);
+    (void)rc;
+    assert(rc == MP_CONFIG_RUN && "an option's default must parse");
+  }
+}
 
+static const option *find_option(const char *arg, size_t nlen) {
+  for (size_t k = 0; k < NOPTIONS; k++)
+    if (strlen(options[k].name) == nlen &&
+        strncmp(options[k].name, arg, nlen) == 0)
+      return &options[k];
+  return NULL;
+}
+
+int mp_config_parse(mp_config *cfg, int argc, char **argv) {
+  set_defaults(cfg);
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (arg[0] != '-' || strcmp(arg, "-") == 0) {
@@ -355,35 +388,26 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
     /* Accept both "--name value" and "--name=value". */
     const char *eq = strchr(arg, '=');
     size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-    const option *o = NULL;
-    for (size_t k = 0; k < sizeof options / sizeof options[0]; k++)
-      if (strlen(options[k].name) == nlen &&
-          strncmp(options[k].name, arg, nlen) == 0)
-        o = &options[k];
+    const option *o = find_option(arg, nlen);
     if (o == NULL) {
       fprintf(stderr, "moonport: unknown option '%.*s' (see --help)\n",
               (int)nlen, arg);
       return MP_CONFIG_USAGE;
     }
-    if (o->kind == OPT_FLAG) {
+    if (o->arg == NULL) { /* a flag */
       if (eq != NULL) {
         fprintf(stderr, "moonport: %s takes no value\n", o->name);
         return MP_CONFIG_USAGE;
       }
-      if (strcmp(o->name, "--help") == 0) {
+      if (o->kind == OPT_HELP) {
         usage(stdout);
         return MP_CONFIG_EXIT;
       }
-      if (strcmp(o->name, "--version") == 0) {
+      if (o->kind == OPT_VERSION) {
         printf("moonport %s\n", MP_VERSION);
         return MP_CONFIG_EXIT;
       }
-      if (strcmp(o->name, "--check") == 0) cfg->check = true;
-      if (strcmp(o->name, "--debug") == 0) cfg->debug = true;
-      if (strcmp(o->name, "--stats") == 0) cfg->stats = true;
-      if (strcmp(o->name, "--no-watch") == 0) cfg->watch = false;
-      if (strcmp(o->name, "--no-cors") == 0) cfg->cors = false;
-      if (strcmp(o->name, "--admin-cors") == 0) cfg->admin_cors = true;
+      *((bool *)((char *)cfg + o->field)) = o->kind == OPT_SET;
       continue;
     }
     const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);

@@ -2,6 +2,7 @@
 -- budget; the memory limit that stops one request and not the server; the
 -- access log, the stats endpoint and X-Moonport-Alloc that report them.
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 
 -- The budget, in mean bytes per request (also in README.md). C bytes are
 -- 0 for every route: the core takes request memory from its pools.
@@ -22,10 +23,9 @@ local REQUESTS = {
     { ["Content-Type"] = "application/json" }, '{"a":1,"b":2}'),
 }
 
+-- The stats document, and its routes by "METHOD pattern".
 local function stats(port)
-  local status, _, body = helpers.request(port, "GET", "/__moonport/stats")
-  assert.equal(200, status)
-  local doc = helpers.json(body)
+  local doc = helpers.stats(port)
   local routes = {}
   for _, r in ipairs(doc.routes) do routes[r.method .. " " .. r.pattern] = r end
   return doc, routes
@@ -48,17 +48,10 @@ end
 describe("the allocation budget", function()
   for _, app in ipairs({ "scripts/hello.lua", "scripts/api.lua" }) do
     describe(app, function()
-      local server, port
-      setup(function()
-        server = helpers.start(app, { "--stats" })
-        port = server.port
-      end)
-      teardown(function()
-        if server then server:stop() end
-      end)
+      local server = support.serve(app, { "--stats" })
 
       it("keeps every route within its budget over 10,000 requests", function()
-        local _, routes = stats(port)
+        local _, routes = stats(server.port)
         local names = {}
         for name in pairs(routes) do
           if BUDGET[name] then names[#names + 1] = name end
@@ -66,11 +59,11 @@ describe("the allocation budget", function()
         table.sort(names)
         assert.is_true(#names > 0)
         -- Warm up: the first requests fill pools and compile traces.
-        for _, name in ipairs(names) do blast(port, REQUESTS[name], 1000) end
-        stats(port)
-        local before_doc, before = stats(port)
-        for _, name in ipairs(names) do blast(port, REQUESTS[name], 10000) end
-        local after_doc, after = stats(port)
+        for _, name in ipairs(names) do blast(server.port, REQUESTS[name], 1000) end
+        stats(server.port)
+        local before_doc, before = stats(server.port)
+        for _, name in ipairs(names) do blast(server.port, REQUESTS[name], 10000) end
+        local after_doc, after = stats(server.port)
 
         for _, name in ipairs(names) do
           local n = after[name].count - before[name].count
@@ -90,20 +83,13 @@ describe("the allocation budget", function()
 end)
 
 describe("the request memory limit", function()
-  local server, port
-  setup(function()
-    server = helpers.start("spec/fixtures/memory.lua", { "--stats" })
-    port = server.port
-  end)
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("spec/fixtures/memory.lua", { "--stats" })
 
   for _, route in ipairs({ "/big-table", "/concat", "/catch-and-retry" }) do
     it("stops " .. route .. " with a 500 and serves the next request on the same worker and connection", function()
-      local doc = stats(port)
+      local doc = stats(server.port)
       local heap_before = doc.worker.lua_heap_bytes
-      local conn = helpers.connect(port)
+      local conn = helpers.connect(server.port)
       local resp = conn:request("GET", route, nil, nil, { timeout = 30 })
       assert.equal(500, resp.status)
       helpers.json_error(resp)
@@ -123,7 +109,7 @@ describe("the request memory limit", function()
         .. "bytes, past %-%-request%-memory%-limit %(8388608%)")
       assert.truthy(size, logged)
       assert(tonumber(size) > 0 and tonumber(held) > 8388608, logged)
-      local after = stats(port)
+      local after = stats(server.port)
       assert.equal(doc.pid or after.worker.pid, after.worker.pid)
       -- The garbage went back: the heap is near where it was, not 8 MiB up.
       assert(after.worker.lua_heap_bytes < heap_before + 1024 * 1024,
@@ -132,26 +118,121 @@ describe("the request memory limit", function()
   end
 
   it("counts each stopped request", function()
-    local doc = stats(port)
+    local doc = stats(server.port)
     assert.equal(3, doc.worker.memory_limit_hits)
   end)
 end)
 
-describe("reporting", function()
-  local server, port, log_path
-  setup(function()
-    log_path = os.tmpname()
-    server = helpers.start("scripts/api.lua", { "--stats", "--debug", "--access-log", log_path })
-    port = server.port
-  end)
-  teardown(function()
-    if server then server:stop() end
-    os.remove(log_path)
+-- Memory the core mallocs on a request's behalf is charged to it: a
+-- response, response headers or a body that outgrow the blocks and
+-- buffers the core keeps. The figures are checked in X-Moonport-Alloc,
+-- the access log and the stats endpoint; an ordinary request on a warm
+-- server costs nothing.
+describe("C bytes", function()
+  local APP = "spec/fixtures/memory.lua"
+  local log_path = os.tmpname()
+  local server = support.serve(APP, { "--stats", "--debug", "--access-log", log_path })
+  teardown(function() os.remove(log_path) end)
+
+  -- The C bytes X-Moonport-Alloc reports: what was charged before the
+  -- response head was written.
+  local function header_c_bytes(resp)
+    local c = (resp.headers["x-moonport-alloc"] or ""):match("^%d+ (%d+)$")
+    assert.truthy(c, "X-Moonport-Alloc missing or malformed")
+    return tonumber(c)
+  end
+
+  -- The C bytes of the access-log lines for `request_line`, in order,
+  -- once there are `n` of them.
+  local function logged_c_bytes(request_line, n)
+    local pat = '"' .. request_line:gsub("%p", "%%%0") .. '" %d+ %d+ [%d.]+ %d+ (%d+) %d+\n'
+    local found
+    helpers.eventually(function()
+      local f = io.open(log_path)
+      local text = f and f:read("*a") or ""
+      if f then f:close() end
+      found = {}
+      for c in text:gmatch(pat) do found[#found + 1] = tonumber(c) end
+      return #found >= n
+    end)
+    assert.equal(n, #found, "access-log lines for " .. request_line)
+    return found
+  end
+
+  it("charges a response that outgrows the pooled output block: at least its size, at most twice", function()
+    local N = 300000
+    local conn = helpers.connect(server.port)
+    support.defer(function() conn:close() end)
+    for _ = 1, 3 do assert.equal(N, #conn:request("GET", "/send/" .. N).body) end
+    for i, c in ipairs(logged_c_bytes("GET /send/" .. N .. " HTTP/1.1", 3)) do
+      assert(c >= N and c <= 2 * N, ("request %d: %d C bytes for a %d-byte response"):format(i, c, N))
+    end
+    local _, routes = stats(server.port)
+    local route = routes["GET /send/:n"]
+    assert.equal(3, route.count)
+    assert(route.c_bytes.total >= 3 * N and route.c_bytes.total <= 6 * N,
+      ("%d C bytes on the stats endpoint for 3 responses of %d bytes"):format(route.c_bytes.total, N))
   end)
 
+  it("charges a response header that outgrows the kept buffer, every time", function()
+    local conn = helpers.connect(server.port)
+    support.defer(function() conn:close() end)
+    local seen = {}
+    for i = 1, 3 do
+      local resp = conn:request("GET", "/header/20000")
+      assert.equal(20000, #resp.headers["x-big"])
+      seen[i] = header_c_bytes(resp)
+      assert(seen[i] >= 20000 and seen[i] <= 65536,
+        ("request %d: %d C bytes for a 20000-byte header"):format(i, seen[i]))
+    end
+    -- The whole request's figure has the response head's block too.
+    for i, c in ipairs(logged_c_bytes("GET /header/20000 HTTP/1.1", 3)) do
+      assert(c >= seen[i] + 20000, ("request %d: %d C bytes logged, %d before its head")
+        :format(i, c, seen[i]))
+    end
+  end)
+
+  it("charges the body buffer the first large body needs", function()
+    local fresh = support.start(APP, { "--debug" })
+    local conn = helpers.connect(fresh.port)
+    support.defer(function() conn:close() end)
+    local resp = conn:request("POST", "/length", nil, ("b"):rep(200000))
+    assert.equal("200000", resp.body)
+    -- The buffer holds what the handler has not read yet: its first 4 KiB
+    -- at least, at most 64 KiB and a read's worth, doubled. (How far it
+    -- grows, and so what a later body adds to what the request before it
+    -- left, depends on how the reads and the handler interleave.)
+    local c = header_c_bytes(resp)
+    assert(c >= 4096 and c <= 256 * 1024, ("%d C bytes for the first 200000-byte body"):format(c))
+  end)
+
+  it("charges nothing to an ordinary request once the pools are warm", function()
+    local conn = helpers.connect(server.port)
+    support.defer(function() conn:close() end)
+    -- The first requests may take back buffers a big request gave up.
+    for _ = 1, 3 do assert.equal(200, conn:request("GET", "/small").status) end
+    local _, before = stats(server.port)
+    for _ = 1, 10 do
+      local resp = conn:request("GET", "/small")
+      assert.equal(200, resp.status)
+      assert.equal(0, header_c_bytes(resp))
+    end
+    local _, after = stats(server.port)
+    assert.equal(10, after["GET /small"].count - before["GET /small"].count)
+    assert.equal(0, after["GET /small"].c_bytes.total - before["GET /small"].c_bytes.total)
+    local logged = logged_c_bytes("GET /small HTTP/1.1", 13)
+    for i = 4, 13 do assert.equal(0, logged[i], "access-log line " .. i) end
+  end)
+end)
+
+describe("reporting", function()
+  local log_path = os.tmpname()
+  local server = support.serve("scripts/api.lua", { "--stats", "--debug", "--access-log", log_path })
+  teardown(function() os.remove(log_path) end)
+
   it("writes one Common Log Format line per request, with seconds, bytes and worker", function()
-    helpers.request(port, "GET", "/users/7")
-    helpers.request(port, "GET", "/nowhere")
+    helpers.request(server.port, "GET", "/users/7")
+    helpers.request(server.port, "GET", "/nowhere")
     local lines = helpers.eventually(function()
       local f = io.open(log_path)
       local text = f:read("*a")
@@ -176,15 +257,15 @@ describe("reporting", function()
   end)
 
   it("puts X-Moonport-Alloc on responses under --debug", function()
-    local status, headers = helpers.request(port, "GET", "/users/7")
+    local status, headers = helpers.request(server.port, "GET", "/users/7")
     assert.equal(200, status)
     local lua, c = (headers["x-moonport-alloc"] or ""):match("^(%d+) (%d+)$")
     assert.truthy(lua, "X-Moonport-Alloc missing or malformed")
   end)
 
   it("serves per-route figures on the stats endpoint", function()
-    for _ = 1, 5 do helpers.request(port, "GET", "/health") end
-    local doc, routes = stats(port)
+    for _ = 1, 5 do helpers.request(server.port, "GET", "/health") end
+    local doc, routes = stats(server.port)
     assert.truthy(doc.worker.pid)
     assert.truthy(doc.worker.lua_heap_bytes > 0)
     assert.truthy(doc.worker.connections.open >= 1)
@@ -196,9 +277,7 @@ describe("reporting", function()
   end)
 
   it("has no stats endpoint without --stats", function()
-    local other = helpers.start("scripts/api.lua")
-    local status = helpers.request(other.port, "GET", "/__moonport/stats")
-    other:stop()
-    assert.equal(404, status)
+    local other = support.start("scripts/api.lua")
+    assert.equal(404, (helpers.request(other.port, "GET", "/__moonport/stats")))
   end)
 end)

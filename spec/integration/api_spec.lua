@@ -1,17 +1,10 @@
 -- The example apps scripts/hello.lua and scripts/api.lua, over real sockets.
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 local cjson = require("cjson")
 
 describe("scripts/hello.lua", function()
-  local server
-
-  setup(function()
-    server = helpers.start("scripts/hello.lua")
-  end)
-
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("scripts/hello.lua")
 
   it("GET /hello answers 200 'Hello, World!' as UTF-8 plain text", function()
     local status, headers, body = helpers.request(server.port, "GET", "/hello")
@@ -29,31 +22,22 @@ describe("scripts/hello.lua", function()
 end)
 
 describe("scripts/api.lua", function()
-  local server, port
-
-  setup(function()
-    server = helpers.start("scripts/api.lua")
-    port = server.port
-  end)
-
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("scripts/api.lua")
 
   local function get_json(target)
-    local status, headers, body, resp = helpers.request(port, "GET", target)
+    local status, headers, body, resp = helpers.request(server.port, "GET", target)
     return status, helpers.json(body), headers, resp
   end
 
   local function post_add(body)
-    local status, headers, rbody, resp = helpers.request(port, "POST", "/add",
+    local status, headers, rbody, resp = helpers.request(server.port, "POST", "/add",
       { { "Content-Type", "application/json" } }, body)
     return status, rbody, resp, headers
   end
 
   describe("GET /health", function()
     it("answers 200 {\"ok\":true} as application/json", function()
-      local status, headers, body = helpers.request(port, "GET", "/health")
+      local status, headers, body = helpers.request(server.port, "GET", "/health")
       assert.equal(200, status)
       assert.equal('{"ok":true}', body)
       assert.matches("^application/json", headers["content-type"])
@@ -76,14 +60,14 @@ describe("scripts/api.lua", function()
     end)
 
     it("writes ids up to 2^53 - 1 exactly", function()
-      local _, _, body = helpers.request(port, "GET", "/users/9007199254740991")
+      local _, _, body = helpers.request(server.port, "GET", "/users/9007199254740991")
       assert.is_true(helpers.json_object_text(
         { '"id":9007199254740991', '"name":"user-9007199254740991"' }, body))
     end)
 
     for _, bad in ipairs({ "abc", "-1", "1.5", "4x", "9007199254740992" }) do
       it("answers 400 with a JSON error for id " .. bad, function()
-        local status, _, _, resp = helpers.request(port, "GET", "/users/" .. bad)
+        local status, _, _, resp = helpers.request(server.port, "GET", "/users/" .. bad)
         assert.equal(400, status)
         helpers.json_error(resp)
       end)
@@ -123,7 +107,7 @@ describe("scripts/api.lua", function()
     end
 
     it("answers GET with 405 and Allow: POST", function()
-      local status, headers, _, resp = helpers.request(port, "GET", "/add")
+      local status, headers, _, resp = helpers.request(server.port, "GET", "/add")
       assert.equal(405, status)
       assert.truthy(headers["allow"], "405 without an Allow header")
       local methods = {}
@@ -157,7 +141,7 @@ describe("scripts/api.lua", function()
   describe("GET /blob/:n", function()
     for _, n in ipairs({ 0, 1, 9, 10, 11, 1000, 1048577 }) do
       it(("answers %d bytes of abcdefghij repeating"):format(n), function()
-        local status, headers, body = helpers.request(port, "GET", "/blob/" .. n, nil, nil,
+        local status, headers, body = helpers.request(server.port, "GET", "/blob/" .. n, nil, nil,
           { timeout = 10 })
         assert.equal(200, status)
         assert.equal(tostring(n), headers["content-length"])
@@ -171,20 +155,20 @@ describe("scripts/api.lua", function()
 
   describe("errors", function()
     it("answers an unknown path with 404 and a JSON error", function()
-      local status, _, _, resp = helpers.request(port, "GET", "/no/such/path")
+      local status, _, _, resp = helpers.request(server.port, "GET", "/no/such/path")
       assert.equal(404, status)
       helpers.json_error(resp)
     end)
 
     it("answers POST /health with 405, Allow naming GET, and a JSON error", function()
-      local status, headers, _, resp = helpers.request(port, "POST", "/health", nil, "")
+      local status, headers, _, resp = helpers.request(server.port, "POST", "/health", nil, "")
       assert.equal(405, status)
       assert.matches("GET", headers["allow"] or "", 1, true)
       helpers.json_error(resp)
     end)
 
     it("keeps JSON errors decodable by cjson", function()
-      local _, _, body = helpers.request(port, "GET", "/users/abc")
+      local _, _, body = helpers.request(server.port, "GET", "/users/abc")
       local v = cjson.decode(body)
       assert.equal("string", type(v.error))
     end)

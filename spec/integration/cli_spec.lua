@@ -1,6 +1,7 @@
 -- The command line: startup line, --version, --help, --check, bad options,
 -- broken apps and signals.
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 local signal = require("posix.signal")
 
 local function lines(s)
@@ -12,24 +13,21 @@ end
 describe("command line", function()
   describe("startup", function()
     it("prints exactly one listening line with the real port and route count", function()
-      local server = helpers.start("spec/fixtures/two_routes.lua")
-      local ok, err = pcall(function()
-        assert.is_true(server.port > 0, "port 0 printed instead of the bound port")
-        assert.equal("127.0.0.1", server.host)
-        assert.equal(2, server.routes)
-        assert.matches("two_routes.lua", server.from, 1, true)
-        local status, _, body = helpers.request(server.port, "GET", "/alpha")
-        assert.equal(200, status)
-        assert.equal("alpha", body)
-        assert.equal("beta 5", select(3, helpers.request(server.port, "POST", "/beta/5", nil, "")))
-      end)
+      local server = support.start("spec/fixtures/two_routes.lua")
+      assert.is_true(server.port > 0, "port 0 printed instead of the bound port")
+      assert.equal("127.0.0.1", server.host)
+      assert.equal(2, server.routes)
+      assert.matches("two_routes.lua", server.from, 1, true)
+      local status, _, body = helpers.request(server.port, "GET", "/alpha")
+      assert.equal(200, status)
+      assert.equal("alpha", body)
+      assert.equal("beta 5", select(3, helpers.request(server.port, "POST", "/beta/5", nil, "")))
       server:stop()
-      if not ok then error(err, 0) end
       assert.same({ server.line }, lines(server:stdout()))
     end)
 
     it("prints the same version as --version", function()
-      local server = helpers.start("scripts/hello.lua")
+      local server = support.start("scripts/hello.lua")
       server:stop()
       local code, out = helpers.run({ "--version" })
       assert.equal(0, code)
@@ -37,52 +35,41 @@ describe("command line", function()
     end)
 
     it("runs two servers side by side on different free ports", function()
-      local a = helpers.start("scripts/hello.lua")
-      local b
-      local ok, err = pcall(function()
-        b = helpers.start("scripts/hello.lua")
-        assert.are_not.equal(a.port, b.port)
-        assert.equal(200, (helpers.request(a.port, "GET", "/hello")))
-        assert.equal(200, (helpers.request(b.port, "GET", "/hello")))
-      end)
-      a:stop()
-      if b then b:stop() end
-      if not ok then error(err, 0) end
+      local a = support.start("scripts/hello.lua")
+      local b = support.start("scripts/hello.lua")
+      assert.are_not.equal(a.port, b.port)
+      assert.equal(200, (helpers.request(a.port, "GET", "/hello")))
+      assert.equal(200, (helpers.request(b.port, "GET", "/hello")))
     end)
   end)
 
   describe("signals", function()
     it("exits 0 on SIGTERM", function()
-      local server = helpers.start("scripts/hello.lua")
+      local server = support.start("scripts/hello.lua")
       assert.equal(200, (helpers.request(server.port, "GET", "/hello")))
       assert.equal(0, server:stop(signal.SIGTERM))
     end)
 
     it("exits 0 on SIGINT", function()
-      local server = helpers.start("scripts/hello.lua")
+      local server = support.start("scripts/hello.lua")
       assert.equal(200, (helpers.request(server.port, "GET", "/hello")))
       assert.equal(0, server:stop(signal.SIGINT))
     end)
 
     it("exits 0 on SIGTERM with an idle keep-alive connection open", function()
-      local server = helpers.start("scripts/hello.lua")
+      local server = support.start("scripts/hello.lua")
       local conn = helpers.connect(server.port)
-      local ok, err = pcall(function()
-        assert.equal(200, conn:request("GET", "/hello").status)
-        assert.equal(0, server:stop(signal.SIGTERM))
-        -- The server's exit closes the connection.
-        assert.is_true(conn:wait_eof(5))
-      end)
-      conn:close()
-      if not server.stopped then pcall(server.stop, server) end
-      if not ok then error(err, 0) end
+      support.defer(function() conn:close() end)
+      assert.equal(200, conn:request("GET", "/hello").status)
+      assert.equal(0, server:stop(signal.SIGTERM))
+      -- The server's exit closes the connection.
+      assert.is_true(conn:wait_eof(5))
     end)
 
     it("stops listening after SIGTERM", function()
-      local server = helpers.start("scripts/hello.lua")
-      local port = server.port
+      local server = support.start("scripts/hello.lua")
       server:stop(signal.SIGTERM)
-      local ok = pcall(helpers.connect, port, 1)
+      local ok = pcall(helpers.connect, server.port, 1)
       assert.is_false(ok, "port still accepts connections after exit")
     end)
   end)
@@ -100,6 +87,34 @@ describe("command line", function()
       assert.equal(0, code)
       assert.matches("--listen", out, 1, true)
       assert.matches("--max-body-size", out, 1, true)
+    end)
+
+    it("--help lists the options of README's table, each with README's default", function()
+      local code, out = helpers.run({ "--help" })
+      assert.equal(0, code)
+      local help = {}
+      for line in out:gmatch("[^\n]+") do
+        local name = line:match("^  (%-%-[%w-]+)")
+        if name then help[name] = line:match("%(default ([^,)]+)[,)]") or "" end
+      end
+      local f = assert(io.open(helpers.root .. "/README.md"))
+      local readme = f:read("*a")
+      f:close()
+      local section = readme:match("\n## Command line\n(.-)\n## ")
+      assert.truthy(section, "README.md has no Command line section")
+      local documented = {}
+      for name, default in section:gmatch("\n| `(%-%-[%w-]+)[^`]*` |%s*([^|]-)%s*|") do
+        -- A default in backquotes is a value; "off", "stderr" or nothing
+        -- say what happens without the option, which --help leaves out.
+        documented[name] = default:match("^`(.*)`$") or ""
+      end
+      assert.truthy(next(documented), "no options table in README.md's Command line section")
+      for name, default in pairs(documented) do
+        assert.equal(default, help[name], name .. ": README.md's default, --help's")
+      end
+      for name in pairs(help) do
+        assert.truthy(documented[name], name .. " is in --help and not in README.md's table")
+      end
     end)
   end)
 

@@ -23,6 +23,7 @@
 -- "error" string. The server runs with small limits so that the size rows
 -- stay small: 2048-byte heads, 20 header fields, 1024-byte bodies.
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 
 local MAX_HEAD, MAX_FIELDS, MAX_BODY = 2048, 20, 1024
 
@@ -440,20 +441,11 @@ local function check_status(resp, want)
 end
 
 describe("conformance", function()
-  local server, port
-
-  setup(function()
-    server = helpers.start("spec/fixtures/conformance.lua", {
-      "--max-header-size", tostring(MAX_HEAD),
-      "--max-headers", tostring(MAX_FIELDS),
-      "--max-body-size", tostring(MAX_BODY),
-    })
-    port = server.port
-  end)
-
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("spec/fixtures/conformance.lua", {
+    "--max-header-size", tostring(MAX_HEAD),
+    "--max-headers", tostring(MAX_FIELDS),
+    "--max-body-size", tostring(MAX_BODY),
+  })
 
   local conn
   after_each(function()
@@ -470,7 +462,7 @@ describe("conformance", function()
     local name = ("%s: %s -> %s%s"):format(row.ref, row.desc, want,
       row.close and ", closed" or ", kept open")
     it(name, function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       -- A server that answers early may close before taking every byte;
       -- the answer is what counts.
       conn:try_send(row.raw)
@@ -507,7 +499,7 @@ describe("conformance", function()
   describe("pipelining", function()
     for _, p in ipairs(pipelines) do
       it(("%s: %s"):format(p.ref, p.desc), function()
-        conn = helpers.connect(port)
+        conn = helpers.connect(server.port)
         conn:try_send(p.raw)
         for i, e in ipairs(p.expect) do
           local resp = conn:read_response({ head = e.head })

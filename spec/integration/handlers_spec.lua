@@ -2,19 +2,11 @@
 -- with the traceback in the log, moonport.sleep yields to other requests,
 -- req/res outlive their request only as dead objects, 405 lists methods.
 local helpers = require("spec.helpers")
-local socket = require("socket")
+local support = require("spec.support.server")
+local signal = require("posix.signal")
 
 describe("handlers", function()
-  local server, port
-
-  setup(function()
-    server = helpers.start("spec/fixtures/handlers.lua")
-    port = server.port
-  end)
-
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("spec/fixtures/handlers.lua")
 
   local conn
   after_each(function()
@@ -24,7 +16,7 @@ describe("handlers", function()
 
   describe("a handler that raises", function()
     it("gets a 500 with a JSON error and no traceback in the body", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       local resp = conn:request("GET", "/boom")
       assert.equal(500, resp.status)
       helpers.json_error(resp)
@@ -33,7 +25,7 @@ describe("handlers", function()
     end)
 
     it("logs the error and its traceback to stderr", function()
-      helpers.request(port, "GET", "/boom")
+      helpers.request(server.port, "GET", "/boom")
       local logged = helpers.eventually(function()
         local err = server:stderr()
         return err:find("boom: deliberate failure in fixture", 1, true)
@@ -45,7 +37,7 @@ describe("handlers", function()
     end)
 
     it("logs a traceback that starts at the frame that failed", function()
-      helpers.request(port, "GET", "/boom-deep")
+      helpers.request(server.port, "GET", "/boom-deep")
       local logged = helpers.eventually(function()
         local err = server:stderr()
         local at = err:find("GET /boom-deep: handler failed:", 1, true)
@@ -61,7 +53,7 @@ describe("handlers", function()
 
     it("says so when a req or res method is called with '.', naming the handler's line", function()
       for which, method in pairs({ json = "res:json", header = "req:header", status = "res:status" }) do
-        assert.equal(500, (helpers.request(port, "GET", "/dot/" .. which)))
+        assert.equal(500, (helpers.request(server.port, "GET", "/dot/" .. which)))
         local want = "handlers%.lua:%d+: " .. method:gsub("%p", "%%%0") .. ": called with '%.' instead of ':'"
         assert.truthy(helpers.eventually(function() return server:stderr():find(want) end, 5),
           "no line for " .. method .. " in:\n" .. server:stderr())
@@ -69,7 +61,7 @@ describe("handlers", function()
     end)
 
     it("leaves the connection serving the next request", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       assert.equal(500, conn:request("GET", "/boom").status)
       local resp = conn:request("GET", "/ok")
       assert.equal(200, resp.status)
@@ -77,7 +69,7 @@ describe("handlers", function()
     end)
 
     it("answers pipelined requests around a failing one in order", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       conn:send(helpers.build_request("GET", "/ok") .. helpers.build_request("GET", "/boom") ..
                 helpers.build_request("GET", "/ok"))
       assert.equal("ok", conn:read_response().body)
@@ -86,7 +78,7 @@ describe("handlers", function()
     end)
 
     it("gets a 500 when it raises a table", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       local resp = conn:request("GET", "/boom-table")
       assert.equal(500, resp.status)
       helpers.json_error(resp)
@@ -96,7 +88,7 @@ describe("handlers", function()
 
   describe("a handler that raises after streaming began", function()
     it("ends the connection without a last chunk, or answers a whole 500", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       conn:send(helpers.build_request("GET", "/boom-after-write"))
       local deadline = helpers.now() + 5
       while not conn.eof and helpers.now() < deadline do conn:fill(deadline) end
@@ -119,14 +111,14 @@ describe("handlers", function()
     end)
 
     it("leaves the server serving", function()
-      assert.equal("ok", select(3, helpers.request(port, "GET", "/ok")))
+      assert.equal("ok", select(3, helpers.request(server.port, "GET", "/ok")))
     end)
   end)
 
   describe("moonport.sleep", function()
     it("delays the response by about the time asked", function()
       local t0 = helpers.now()
-      local status, _, body = helpers.request(port, "GET", "/nap")
+      local status, _, body = helpers.request(server.port, "GET", "/nap")
       local elapsed = helpers.now() - t0
       assert.equal(200, status)
       assert.equal("rested", body)
@@ -134,46 +126,24 @@ describe("handlers", function()
     end)
 
     it("lets 50 sleeping requests run at once", function()
-      local conns, by_sock, socks = {}, {}, {}
-      local ok, err = pcall(function()
-        for i = 1, 50 do
-          conns[i] = helpers.connect(port)
-          by_sock[conns[i].sock] = conns[i]
-        end
-        local t0 = helpers.now()
-        for i = 1, 50 do conns[i]:send(helpers.build_request("GET", "/nap")) end
-        local pending = {}
-        for i = 1, 50 do pending[conns[i]] = true; socks[#socks + 1] = conns[i].sock end
-        local answered, deadline = 0, t0 + 5
-        while answered < 50 and helpers.now() < deadline do
-          local readable = socket.select(socks, nil, deadline - helpers.now())
-          for _, s in ipairs(readable or {}) do
-            local c = by_sock[s]
-            c:read_available()
-            local resp = pending[c] and c:take_response()
-            if resp then
-              assert.equal(200, resp.status)
-              assert.equal("rested", resp.body)
-              pending[c] = nil
-              answered = answered + 1
-            elseif pending[c] and c.eof then
-              error("a connection closed before its response")
-            end
-          end
-          local still = {}
-          for _, s in ipairs(socks) do if pending[by_sock[s]] then still[#still + 1] = s end end
-          socks = still
-        end
-        local elapsed = helpers.now() - t0
-        assert.equal(50, answered, ("%d of 50 answered within 5s"):format(answered))
-        assert.is_true(elapsed < 1.5, ("50 sleeping requests took %.2fs"):format(elapsed))
-      end)
-      for _, c in ipairs(conns) do c:close() end
-      if not ok then error(err, 0) end
+      -- Each handler sleeps until all 50 are asleep: a server that ran
+      -- them one after another would answer "alone" after 10 s.
+      local conns = {}
+      support.defer(function() for _, c in ipairs(conns) do c:close() end end)
+      for i = 1, 50 do
+        conns[i] = helpers.connect(server.port)
+        conns[i]:send(helpers.build_request("GET", "/together/fifty/50"))
+      end
+      for i, c in ipairs(conns) do
+        local resp = c:read_response({ timeout = 20 })
+        assert.truthy(resp, ("connection %d closed before its response"):format(i))
+        assert.equal(200, resp.status)
+        assert.equal("together", resp.body, ("request %d slept alone"):format(i))
+      end
     end)
 
     it("keeps pipelined responses in order when the first handler sleeps", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       conn:send(helpers.build_request("GET", "/nap") .. helpers.build_request("GET", "/ok") ..
                 helpers.build_request("GET", "/nap") .. helpers.build_request("GET", "/ok"))
       assert.equal("rested", conn:read_response().body)
@@ -184,7 +154,7 @@ describe("handlers", function()
 
     it("survives a client that leaves while its handler sleeps", function()
       for _ = 1, 5 do
-        local c = helpers.connect(port)
+        local c = helpers.connect(server.port)
         c:send(helpers.build_request("GET", "/nap"))
         c:close()
       end
@@ -192,15 +162,15 @@ describe("handlers", function()
       local t0 = helpers.now()
       local deadline = t0 + 0.4
       while helpers.now() < deadline do helpers.nap(0.05) end
-      assert.equal("ok", select(3, helpers.request(port, "GET", "/ok")))
-      assert.equal("rested", select(3, helpers.request(port, "GET", "/nap")))
+      assert.equal("ok", select(3, helpers.request(server.port, "GET", "/ok")))
+      assert.equal("rested", select(3, helpers.request(server.port, "GET", "/nap")))
     end)
   end)
 
   describe("req and res after their request ended", function()
     it("req raises 'request already finished'", function()
-      assert.equal("stored", select(3, helpers.request(port, "GET", "/store")))
-      local status, _, body = helpers.request(port, "GET", "/use-req")
+      assert.equal("stored", select(3, helpers.request(server.port, "GET", "/store")))
+      local status, _, body = helpers.request(server.port, "GET", "/use-req")
       assert.equal(200, status)
       local v = helpers.json(body)
       assert.is_false(v.ok)
@@ -208,15 +178,15 @@ describe("handlers", function()
     end)
 
     it("req:body raises 'request already finished'", function()
-      helpers.request(port, "GET", "/store")
-      local v = helpers.json(select(3, helpers.request(port, "GET", "/use-req-field")))
+      helpers.request(server.port, "GET", "/store")
+      local v = helpers.json(select(3, helpers.request(server.port, "GET", "/use-req-field")))
       assert.is_false(v.ok)
       assert.matches("request already finished", v.err, 1, true)
     end)
 
     it("res raises 'request already finished' and writes nothing", function()
-      helpers.request(port, "GET", "/store")
-      local status, _, body = helpers.request(port, "GET", "/use-res")
+      helpers.request(server.port, "GET", "/store")
+      local status, _, body = helpers.request(server.port, "GET", "/use-res")
       assert.equal(200, status)
       local v = helpers.json(body)
       assert.is_false(v.ok)
@@ -226,7 +196,7 @@ describe("handlers", function()
     it("a stale req does not see a later request on the same connection", function()
       -- A server that reuses request objects must not let the old handle
       -- reach the new request.
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       assert.equal("stored", conn:request("GET", "/store", { { "Host", "first.example" } }).body)
       local resp = conn:request("GET", "/use-req", { { "Host", "second.example" } })
       local v = helpers.json(resp.body)
@@ -235,7 +205,7 @@ describe("handlers", function()
     end)
 
     it("a stale res does not write into a later response", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       conn:request("GET", "/store")
       local resp = conn:request("GET", "/use-res")
       assert.is_false(helpers.json(resp.body).ok)
@@ -246,7 +216,7 @@ describe("handlers", function()
 
   describe("405", function()
     it("lists every method of the path in Allow, with a JSON body", function()
-      local status, headers, _, resp = helpers.request(port, "PUT", "/both", nil, "")
+      local status, headers, _, resp = helpers.request(server.port, "PUT", "/both", nil, "")
       assert.equal(405, status)
       local methods = {}
       for m in (headers["allow"] or ""):gmatch("[^,%s]+") do methods[m] = true end
@@ -257,22 +227,14 @@ describe("handlers", function()
     end)
 
     it("serves both declared methods", function()
-      assert.equal("get both", select(3, helpers.request(port, "GET", "/both")))
-      assert.equal("post both", select(3, helpers.request(port, "POST", "/both", nil, "")))
+      assert.equal("get both", select(3, helpers.request(server.port, "GET", "/both")))
+      assert.equal("post both", select(3, helpers.request(server.port, "POST", "/both", nil, "")))
     end)
   end)
 end)
 
 describe("handlers with --debug", function()
-  local server
-
-  setup(function()
-    server = helpers.start("spec/fixtures/handlers.lua", { "--debug" })
-  end)
-
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("spec/fixtures/handlers.lua", { "--debug" })
 
   it("puts the handler's error in the 500 body", function()
     local status, _, _, resp = helpers.request(server.port, "GET", "/boom")
@@ -284,30 +246,20 @@ end)
 
 describe("stopping with requests in flight", function()
   it("finishes a sleeping handler's response before exiting on SIGTERM", function()
-    local server = helpers.start("spec/fixtures/handlers.lua")
+    local server = support.start("spec/fixtures/handlers.lua")
     local conn = helpers.connect(server.port)
-    local signalled = false
-    local ok, err = pcall(function()
-      conn:send(helpers.build_request("GET", "/nap"))
-      -- Make sure the handler is running before the signal.
-      local deadline = helpers.now() + 0.1
-      while helpers.now() < deadline do helpers.nap(0.01) end
-      require("posix.signal").kill(server.pid, require("posix.signal").SIGTERM)
-      signalled = true
-      local resp = conn:read_response()
-      assert.truthy(resp, "connection closed before the in-flight response")
-      assert.equal(200, resp.status)
-      assert.equal("rested", resp.body)
-    end)
-    conn:close()
-    -- The test sent the signal; wait for the exit without a second one.
-    local stopped, stop_err
-    if signalled then
-      stopped, stop_err = pcall(server.wait, server, 10)
-    else
-      stopped, stop_err = pcall(server.stop, server)
-    end
-    if not ok then error(err, 0) end
-    if not stopped then error(stop_err, 0) end
+    support.defer(function() conn:close() end)
+    conn:send(helpers.build_request("GET", "/long-nap"))
+    -- The handler is asleep before the signal.
+    assert.truthy(helpers.eventually(function()
+      return select(3, helpers.request(server.port, "GET", "/long-naps")) == "1"
+    end), "the handler never began")
+    signal.kill(server.pid, signal.SIGTERM)
+    local resp = conn:read_response()
+    assert.truthy(resp, "connection closed before the in-flight response")
+    assert.equal(200, resp.status)
+    assert.equal("rested", resp.body)
+    -- The test sent the signal: wait for the exit without a second one.
+    server:wait(10)
   end)
 end)

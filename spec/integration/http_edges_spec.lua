@@ -4,6 +4,7 @@
 -- no control bytes), 100-continue ignored in HTTP/1.0, the access log's
 -- escaping of the request line, and --listen with a host name.
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 
 local APP = "spec/fixtures/http_edges.lua"
 
@@ -18,16 +19,7 @@ local function fixture_line(text)
 end
 
 describe("http edges", function()
-  local server, port
-
-  setup(function()
-    server = helpers.start(APP)
-    port = server.port
-  end)
-
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve(APP)
 
   local conn
   after_each(function()
@@ -37,14 +29,14 @@ describe("http edges", function()
 
   describe("a splat right after the root", function()
     it("matches / with an empty value, as /a/b with a/b", function()
-      local status, _, body = helpers.request(port, "GET", "/")
+      local status, _, body = helpers.request(server.port, "GET", "/")
       assert.equal(200, status)
       assert.equal("path=", body)
-      assert.equal("path=a/b", select(3, helpers.request(port, "GET", "/a/b")))
+      assert.equal("path=a/b", select(3, helpers.request(server.port, "GET", "/a/b")))
     end)
 
     it("serves HEAD / from the GET route", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       local resp = conn:request("HEAD", "/")
       assert.equal(200, resp.status)
       assert.equal("5", resp.headers["content-length"])
@@ -52,7 +44,7 @@ describe("http edges", function()
 
     it("answers another method on / with 405 and the splat's Allow, as on any path", function()
       for _, path in ipairs({ "/", "/x" }) do
-        local status, headers = helpers.request(port, "DELETE", path)
+        local status, headers = helpers.request(server.port, "DELETE", path)
         assert.equal(405, status)
         assert.equal("GET, HEAD", headers["allow"])
       end
@@ -61,7 +53,7 @@ describe("http edges", function()
 
   describe("the Server field", function()
     it("is on every response, the core's errors included, once", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       local ok = conn:request("GET", "/")
       assert.same({ "moonport" }, helpers.header_values(ok, "server"))
       local wrong = conn:request("DELETE", "/x")
@@ -74,25 +66,21 @@ describe("http edges", function()
     end)
 
     it("is the handler's own when it sets one", function()
-      local _, _, _, resp = helpers.request(port, "GET", "/server/own")
+      local _, _, _, resp = helpers.request(server.port, "GET", "/server/own")
       assert.same({ "mine/1.0" }, helpers.header_values(resp, "server"))
     end)
 
     it("is left out with --server-header off, and named with --server-header NAME", function()
       for _, case in ipairs({ { "off", {} }, { "edge/2.0 (lab)", { "edge/2.0 (lab)" } } }) do
-        local other = helpers.start(APP, { "--server-header", case[1] })
-        local ok, err = pcall(function()
-          local c = helpers.connect(other.port)
-          local resp = c:request("GET", "/")
-          assert.same(case[2], helpers.header_values(resp, "server"))
-          c:send("GET / HTTP/1.1\r\nHost: a b\r\n\r\n")
-          local bad = c:read_response()
-          c:close()
-          assert.equal(400, bad.status)
-          assert.same(case[2], helpers.header_values(bad, "server"))
-        end)
-        other:stop()
-        if not ok then error(err, 0) end
+        local other = support.start(APP, { "--server-header", case[1] })
+        local c = helpers.connect(other.port)
+        local resp = c:request("GET", "/")
+        assert.same(case[2], helpers.header_values(resp, "server"))
+        c:send("GET / HTTP/1.1\r\nHost: a b\r\n\r\n")
+        local bad = c:read_response()
+        c:close()
+        assert.equal(400, bad.status)
+        assert.same(case[2], helpers.header_values(bad, "server"))
       end
     end)
 
@@ -107,7 +95,7 @@ describe("http edges", function()
 
   describe("response heads a handler builds", function()
     it("carry one Content-Type: the last one set", function()
-      local _, _, body, resp = helpers.request(port, "GET", "/type/twice")
+      local _, _, body, resp = helpers.request(server.port, "GET", "/type/twice")
       assert.equal("<x/>", body)
       assert.same({ "application/xml" }, helpers.header_values(resp, "content-type"))
     end)
@@ -117,11 +105,11 @@ describe("http edges", function()
         "a value has no control byte but HTAB"):format(
         fixture_line("the line the error must name"))
       for _, byte in ipairs({ 0, 1, 8, 10, 11, 13, 27, 31, 127 }) do
-        local status, _, body = helpers.request(port, "GET", "/header/" .. byte)
+        local status, _, body = helpers.request(server.port, "GET", "/header/" .. byte)
         assert.equal(500, status, "byte " .. byte)
         assert.matches(where, body, 1, true)
       end
-      local status, headers, body = helpers.request(port, "GET", "/header/9")
+      local status, headers, body = helpers.request(server.port, "GET", "/header/9")
       assert.equal(200, status)
       assert.equal("accepted", body)
       assert.equal("a\tb", headers["x-byte"])
@@ -131,7 +119,7 @@ describe("http edges", function()
   describe("Expect: 100-continue", function()
     -- RFC 9110 section 10.1.1: a server MUST ignore it in HTTP/1.0.
     it("gets no 100 Continue in an HTTP/1.0 request", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       conn:send("POST /read HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
       -- The handler waits for the body now; a 100 would come at once.
       conn:fill(helpers.now() + 0.5)
@@ -143,7 +131,7 @@ describe("http edges", function()
     end)
 
     it("gets 100 Continue in an HTTP/1.1 request", function()
-      conn = helpers.connect(port)
+      conn = helpers.connect(server.port)
       conn:send("POST /read HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
       assert.equal(100, conn:read_response({ interim = true }).status)
       conn:send("hello")
@@ -153,39 +141,30 @@ describe("http edges", function()
 end)
 
 describe("the mock and /", function()
-  local server, port
-
-  setup(function()
-    server = helpers.start("spec/fixtures/mock_root", nil, { mock = true })
-    port = server.port
-  end)
-
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("spec/fixtures/mock_root", nil, { mock = true })
 
   it("matches a stub whose url is /", function()
-    local status, _, body = helpers.request(port, "POST", "/", nil, "")
+    local status, _, body = helpers.request(server.port, "POST", "/", nil, "")
     assert.equal(201, status)
     assert.equal("posted to the root", body)
   end)
 
   it("serves __files/index.html for GET /", function()
-    local status, _, body = helpers.request(port, "GET", "/")
+    local status, _, body = helpers.request(server.port, "GET", "/")
     assert.equal(200, status)
     assert.equal("<h1>index</h1>\n", body)
   end)
 
   it("answers a CORS preflight for /", function()
-    local status, headers = helpers.request(port, "OPTIONS", "/", {
+    local status, headers = helpers.request(server.port, "OPTIONS", "/", {
       Origin = "http://app.test", ["Access-Control-Request-Method"] = "POST" })
     assert.equal(204, status)
     assert.equal("http://app.test", headers["access-control-allow-origin"])
   end)
 
   it("journals requests for /", function()
-    helpers.request(port, "GET", "/")
-    local status, _, body = helpers.request(port, "GET", "/__admin/requests")
+    helpers.request(server.port, "GET", "/")
+    local status, _, body = helpers.request(server.port, "GET", "/__admin/requests")
     assert.equal(200, status)
     local found
     for _, r in ipairs(helpers.json(body).requests) do
@@ -198,36 +177,28 @@ end)
 describe("the access log", function()
   it("escapes quotes, backslashes and bytes outside printable ASCII in the request line", function()
     local log_path = os.tmpname()
-    local server = helpers.start(APP, { "--access-log", log_path })
-    local ok, err = pcall(function()
-      assert.equal(200, (helpers.request(server.port, "GET", '/q"x\\y')))
-      local text = helpers.eventually(function()
-        local f = io.open(log_path)
-        local s = f:read("*a")
-        f:close()
-        return s:find("\n", 1, true) and s
-      end)
-      assert.truthy(text, "access log stayed empty")
-      assert.matches('"GET /q\\x22x\\x5Cy HTTP/1.1" 200 ', text, 1, true)
-      local _, quotes = text:gsub('"', "")
-      assert.equal(2, quotes, "the request field is not one quoted string: " .. text)
+    support.defer(function() os.remove(log_path) end)
+    local server = support.start(APP, { "--access-log", log_path })
+    assert.equal(200, (helpers.request(server.port, "GET", '/q"x\\y')))
+    local text = helpers.eventually(function()
+      local f = io.open(log_path)
+      local s = f:read("*a")
+      f:close()
+      return s:find("\n", 1, true) and s
     end)
-    server:stop()
-    os.remove(log_path)
-    if not ok then error(err, 0) end
+    assert.truthy(text, "access log stayed empty")
+    assert.matches('"GET /q\\x22x\\x5Cy HTTP/1.1" 200 ', text, 1, true)
+    local _, quotes = text:gsub('"', "")
+    assert.equal(2, quotes, "the request field is not one quoted string: " .. text)
   end)
 end)
 
 describe("--listen with a host name", function()
   it("resolves localhost once and every worker binds its IPv4 loopback address", function()
-    local server = helpers.start(APP, { "--listen", "localhost:0", "--workers", "2" })
-    local ok, err = pcall(function()
-      assert.equal("127.0.0.1", server.host)
-      for i = 1, 4 do
-        assert.equal("path=" .. i, select(3, helpers.request(server.port, "GET", "/" .. i)))
-      end
-    end)
-    server:stop()
-    if not ok then error(err, 0) end
+    local server = support.start(APP, { "--listen", "localhost:0", "--workers", "2" })
+    assert.equal("127.0.0.1", server.host)
+    for i = 1, 4 do
+      assert.equal("path=" .. i, select(3, helpers.request(server.port, "GET", "/" .. i)))
+    end
   end)
 end)

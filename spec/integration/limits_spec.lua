@@ -1,6 +1,7 @@
 -- Size and count limits: --max-body-size (413), --max-header-size (431 for
 -- the head, 414 for the request line) and --max-headers (431).
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 
 local req = helpers.build_request
 
@@ -31,36 +32,27 @@ local function exchange(port, bytes, opts)
 end
 
 describe("limits with defaults", function()
-  local server, port
-
-  setup(function()
-    server = helpers.start("scripts/api.lua")
-    port = server.port
-  end)
-
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("scripts/api.lua")
 
   it("accepts a 1 MiB body (the default limit)", function()
-    local resp = exchange(port, req("POST", "/add", nil, add_body(1048576)), { timeout = 10 })
+    local resp = exchange(server.port, req("POST", "/add", nil, add_body(1048576)), { timeout = 10 })
     assert.equal(200, resp.status)
     assert.same({ sum = 3 }, helpers.json(resp.body))
   end)
 
   it("answers a declared body one byte over 1 MiB with 413", function()
-    local resp = exchange(port, req("POST", "/add", { { "Content-Length", "1048577" } }))
+    local resp = exchange(server.port, req("POST", "/add", { { "Content-Length", "1048577" } }))
     assert.equal(413, resp.status)
     helpers.json_error(resp)
   end)
 
   it("accepts a head of 8 KiB", function()
-    local resp = exchange(port, req("GET", "/health", { { "X-Big", ("b"):rep(8192) } }))
+    local resp = exchange(server.port, req("GET", "/health", { { "X-Big", ("b"):rep(8192) } }))
     assert.equal(200, resp.status)
   end)
 
   it("answers a head over 16384 bytes with 431", function()
-    local resp = exchange(port, req("GET", "/health", { { "X-Big", ("b"):rep(17000) } }))
+    local resp = exchange(server.port, req("GET", "/health", { { "X-Big", ("b"):rep(17000) } }))
     assert.equal(431, resp.status)
     helpers.json_error(resp)
   end)
@@ -68,38 +60,38 @@ describe("limits with defaults", function()
   it("answers a head over the limit spread over many headers with 431", function()
     local list = {}
     for i = 1, 40 do list[#list + 1] = { "X-Part-" .. i, ("p"):rep(500) } end
-    local resp = exchange(port, req("GET", "/health", list))
+    local resp = exchange(server.port, req("GET", "/health", list))
     assert.equal(431, resp.status)
     helpers.json_error(resp)
   end)
 
   it("accepts 100 header fields", function()
     -- Host plus 99 more.
-    local resp = exchange(port, req("GET", "/health", headers_with(99)))
+    local resp = exchange(server.port, req("GET", "/health", headers_with(99)))
     assert.equal(200, resp.status)
   end)
 
   it("answers 101 header fields with 431", function()
-    local resp = exchange(port, req("GET", "/health", headers_with(100)))
+    local resp = exchange(server.port, req("GET", "/health", headers_with(100)))
     assert.equal(431, resp.status)
     helpers.json_error(resp)
   end)
 
   it("accepts a long query string under the limit", function()
     local q = ("q"):rep(4000)
-    local resp = exchange(port, req("GET", "/search?q=" .. q))
+    local resp = exchange(server.port, req("GET", "/search?q=" .. q))
     assert.equal(200, resp.status)
     assert.equal(4000, helpers.json(resp.body).length)
   end)
 
   it("answers a request line over the limit with 414", function()
-    local resp = exchange(port, req("GET", "/search?q=" .. ("q"):rep(20000)))
+    local resp = exchange(server.port, req("GET", "/search?q=" .. ("q"):rep(20000)))
     assert.equal(414, resp.status)
     helpers.json_error(resp)
   end)
 
   it("answers a long request line sent one piece at a time with 414", function()
-    local conn = helpers.connect(port):nodelay()
+    local conn = helpers.connect(server.port):nodelay()
     local ok, err = pcall(function()
       conn:send("GET /search?q=")
       for _ = 1, 20 do conn:send(("q"):rep(1000)) end
@@ -114,30 +106,21 @@ describe("limits with defaults", function()
 end)
 
 describe("limits from options", function()
-  local server, port
-
-  setup(function()
-    server = helpers.start("scripts/api.lua", {
-      "--max-body-size", "1024",
-      "--max-header-size", "2048",
-      "--max-headers", "10",
-    })
-    port = server.port
-  end)
-
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("scripts/api.lua", {
+    "--max-body-size", "1024",
+    "--max-header-size", "2048",
+    "--max-headers", "10",
+  })
 
   describe("--max-body-size 1024", function()
     it("accepts a body of exactly 1024 bytes", function()
-      local resp = exchange(port, req("POST", "/add", nil, add_body(1024)))
+      local resp = exchange(server.port, req("POST", "/add", nil, add_body(1024)))
       assert.equal(200, resp.status)
       assert.same({ sum = 3 }, helpers.json(resp.body))
     end)
 
     it("accepts a chunked body of exactly 1024 bytes", function()
-      local resp = exchange(port, req("POST", "/add", { { "Transfer-Encoding", "chunked" } },
+      local resp = exchange(server.port, req("POST", "/add", { { "Transfer-Encoding", "chunked" } },
         helpers.chunked(add_body(1024), 300)))
       assert.equal(200, resp.status)
       assert.same({ sum = 3 }, helpers.json(resp.body))
@@ -146,27 +129,27 @@ describe("limits from options", function()
     it("answers a declared Content-Length over the limit with 413 before the body", function()
       -- The body is never sent: only a server that checks the declared
       -- length can answer.
-      local resp = exchange(port, req("POST", "/add", { { "Content-Length", "2048" } }))
+      local resp = exchange(server.port, req("POST", "/add", { { "Content-Length", "2048" } }))
       assert.equal(413, resp.status)
       helpers.json_error(resp)
     end)
 
     it("answers a body of 1025 bytes with 413", function()
-      local resp = exchange(port, req("POST", "/add", nil, add_body(1025)))
+      local resp = exchange(server.port, req("POST", "/add", nil, add_body(1025)))
       assert.equal(413, resp.status)
       helpers.json_error(resp)
     end)
 
     it("answers a chunked body that grows over the limit with 413", function()
       -- Each chunk is under the limit; together they are over it.
-      local resp = exchange(port, req("POST", "/add", { { "Transfer-Encoding", "chunked" } },
+      local resp = exchange(server.port, req("POST", "/add", { { "Transfer-Encoding", "chunked" } },
         helpers.chunked(add_body(2000), 600)))
       assert.equal(413, resp.status)
       helpers.json_error(resp)
     end)
 
     it("answers a chunked body over the limit sent in pieces with 413", function()
-      local conn = helpers.connect(port):nodelay()
+      local conn = helpers.connect(server.port):nodelay()
       local ok, err = pcall(function()
         conn:send(req("POST", "/add", { { "Transfer-Encoding", "chunked" } }))
         local resp
@@ -188,18 +171,18 @@ describe("limits from options", function()
 
   describe("--max-header-size 2048", function()
     it("accepts a head under the limit", function()
-      local resp = exchange(port, req("GET", "/health", { { "X-Big", ("b"):rep(1000) } }))
+      local resp = exchange(server.port, req("GET", "/health", { { "X-Big", ("b"):rep(1000) } }))
       assert.equal(200, resp.status)
     end)
 
     it("answers a head over the limit with 431", function()
-      local resp = exchange(port, req("GET", "/health", { { "X-Big", ("b"):rep(3000) } }))
+      local resp = exchange(server.port, req("GET", "/health", { { "X-Big", ("b"):rep(3000) } }))
       assert.equal(431, resp.status)
       helpers.json_error(resp)
     end)
 
     it("answers a request line over the limit with 414", function()
-      local resp = exchange(port, req("GET", "/search?q=" .. ("q"):rep(3000)))
+      local resp = exchange(server.port, req("GET", "/search?q=" .. ("q"):rep(3000)))
       assert.equal(414, resp.status)
       helpers.json_error(resp)
     end)
@@ -207,12 +190,12 @@ describe("limits from options", function()
 
   describe("--max-headers 10", function()
     it("accepts 10 header fields", function()
-      local resp = exchange(port, req("GET", "/health", headers_with(9)))
+      local resp = exchange(server.port, req("GET", "/health", headers_with(9)))
       assert.equal(200, resp.status)
     end)
 
     it("answers 11 header fields with 431", function()
-      local resp = exchange(port, req("GET", "/health", headers_with(10)))
+      local resp = exchange(server.port, req("GET", "/health", headers_with(10)))
       assert.equal(431, resp.status)
       helpers.json_error(resp)
     end)

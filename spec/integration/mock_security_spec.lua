@@ -5,6 +5,7 @@
 -- /__admin answers neither web pages of other origins nor Host names that
 -- are not its own (DNS rebinding).
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 local cjson = require("cjson.safe")
 
 local SECRET = "TOP SECRET: outside __files"
@@ -68,19 +69,12 @@ local function get(port, target, headers)
 end
 
 describe("mock files stay inside __files", function()
-  local server, port, dir
-  setup(function()
-    dir = make_root()
-    server = helpers.start(dir, nil, { mock = true })
-    port = server.port
-  end)
-  teardown(function()
-    if server then server:stop() end
-    os.execute("rm -rf " .. dir)
-  end)
+  local dir = make_root()
+  local server = support.serve(dir, nil, { mock = true })
+  teardown(function() os.execute("rm -rf " .. dir) end)
 
   local function refused(target, want)
-    local status, body = get(port, target)
+    local status, body = get(server.port, target)
     assert.equal(want or 403, status, target .. ": " .. body)
     assert.is_nil(body:find(SECRET, 1, true), target .. " served the secret")
     assert.is_nil(body:find("root:", 1, true), target .. " served /etc/passwd")
@@ -98,14 +92,14 @@ describe("mock files stay inside __files", function()
     refused("/file/named?name=../__files-secret/x.txt")
     refused("/file/named?name=..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd")
     refused("/file/named?name=%2Fetc%2Fpasswd", 404) -- read as __files/etc/passwd
-    assert.equal("ok", select(2, get(port, "/file/named?name=ok.txt")))
+    assert.equal("ok", select(2, get(server.port, "/file/named?name=ok.txt")))
   end)
 
   it("refuses symbolic links that lead out, even to a directory whose name starts the same", function()
     refused("/file/link-out")
     refused("/file/link-sibling")
-    assert.equal("ok", select(2, get(port, "/file/link-in")))
-    assert.equal("nested", select(2, get(port, "/file/nested")))
+    assert.equal("ok", select(2, get(server.port, "/file/link-in")))
+    assert.equal("nested", select(2, get(server.port, "/file/nested")))
   end)
 
   it("serves a GET no stub matches from __files only", function()
@@ -113,21 +107,21 @@ describe("mock files stay inside __files", function()
                               "/link-sibling", "/nested/..%2F..%2Fsecret.txt" }) do
       refused(target, 404)
     end
-    assert.equal("nested", select(2, get(port, "/nested%2Fin.txt")))
-    assert.equal("ok", select(2, get(port, "/link-in.txt")))
+    assert.equal("nested", select(2, get(server.port, "/nested%2Fin.txt")))
+    assert.equal("ok", select(2, get(server.port, "/link-in.txt")))
   end)
 
   it("confines a Lua stub's file helpers the same way", function()
     refused("/helper/send?name=..%2Fsecret.txt")
     refused("/helper/send?name=link-out.txt")
-    assert.equal("ok", select(2, get(port, "/helper/send?name=ok.txt")))
+    assert.equal("ok", select(2, get(server.port, "/helper/send?name=ok.txt")))
     local body = refused("/helper/read?name=..%2Fsecret.txt", 200)
     assert.truthy(body:find("^refused: "), body)
-    assert.equal("nested", select(2, get(port, "/helper/read?name=nested/in.txt")))
+    assert.equal("nested", select(2, get(server.port, "/helper/read?name=nested/in.txt")))
   end)
 
   it("refuses the same names added through the admin API", function()
-    local status = helpers.request(port, "POST", "/__admin/mappings", nil,
+    local status = helpers.request(server.port, "POST", "/__admin/mappings", nil,
       '{"request":{"url":"/admin-out"},"response":{"bodyFileName":"../../../../../../etc/hostname"}}')
     assert.equal(201, status)
     refused("/admin-out")
@@ -135,35 +129,30 @@ describe("mock files stay inside __files", function()
 end)
 
 describe("mock /__admin against web pages", function()
-  local server, port
-  setup(function()
-    server = helpers.start("spec/fixtures/mock.lua")
-    port = server.port
-  end)
-  teardown(function() if server then server:stop() end end)
+  local server = support.serve("spec/fixtures/mock.lua")
 
   local EVIL = { Origin = "http://evil.test" }
 
   it("answers no request from a page of another origin, and gives it no CORS", function()
-    local status, body, h = get(port, "/__admin/mappings", EVIL)
+    local status, body, h = get(server.port, "/__admin/mappings", EVIL)
     assert.equal(403, status)
     assert.is_nil(h["access-control-allow-origin"])
     assert.truthy(body:find("--admin-cors", 1, true), body)
     -- A simple cross-origin POST (no preflight) adds nothing.
-    local st, hh = helpers.request(port, "POST", "/__admin/mappings",
+    local st, hh = helpers.request(server.port, "POST", "/__admin/mappings",
       { Origin = "http://evil.test", ["Content-Type"] = "text/plain" },
       '{"request":{"url":"/planted"},"response":{"body":"planted"}}')
     assert.equal(403, st)
     assert.is_nil(hh["access-control-allow-origin"])
-    assert.equal(404, (get(port, "/planted")))
+    assert.equal(404, (get(server.port, "/planted")))
     -- Browsers say so with Sec-Fetch-Site too.
-    assert.equal(403, (get(port, "/__admin/requests", { ["Sec-Fetch-Site"] = "cross-site" })))
-    assert.equal(403, (get(port, "/__admin/requests", { Origin = "null" })))
+    assert.equal(403, (get(server.port, "/__admin/requests", { ["Sec-Fetch-Site"] = "cross-site" })))
+    assert.equal(403, (get(server.port, "/__admin/requests", { Origin = "null" })))
   end)
 
   it("refuses preflights to /__admin, known paths or not", function()
     for _, path in ipairs({ "/__admin/mappings", "/__admin/reset", "/__admin/nothing" }) do
-      local status, h = helpers.request(port, "OPTIONS", path, {
+      local status, h = helpers.request(server.port, "OPTIONS", path, {
         Origin = "http://evil.test", ["Access-Control-Request-Method"] = "POST" })
       assert.equal(403, status, path)
       assert.is_nil(h["access-control-allow-origin"], path)
@@ -172,32 +161,32 @@ describe("mock /__admin against web pages", function()
 
   it("answers its own origin and clients that are not browsers", function()
     -- Browsers put the port in Host, and leave the default one out of Origin.
-    local status, _, h = get(port, "/__admin/mappings",
-      { Origin = "http://127.0.0.1:" .. port, Host = "127.0.0.1:" .. port })
+    local status, _, h = get(server.port, "/__admin/mappings",
+      { Origin = "http://127.0.0.1:" .. server.port, Host = "127.0.0.1:" .. server.port })
     assert.equal(200, status)
     assert.is_nil(h["access-control-allow-origin"])
-    assert.equal(200, (get(port, "/__admin/mappings", { Origin = "http://localhost", Host = "localhost:80" })))
-    status, _, h = get(port, "/__admin/mappings")
+    assert.equal(200, (get(server.port, "/__admin/mappings", { Origin = "http://localhost", Host = "localhost:80" })))
+    status, _, h = get(server.port, "/__admin/mappings")
     assert.equal(200, status)
     assert.is_nil(h["access-control-allow-origin"])
   end)
 
   it("answers only Host names of its own (DNS rebinding)", function()
-    local status, body = get(port, "/__admin/mappings", { Host = "evil.test:" .. port })
+    local status, body = get(server.port, "/__admin/mappings", { Host = "evil.test:" .. server.port })
     assert.equal(403, status)
     assert.truthy(body:find("--admin-host", 1, true), body)
-    assert.equal(403, (get(port, "/__admin/mappings", { Host = "127.0.0.1.evil.test" })))
-    for _, host in ipairs({ "localhost:" .. port, "127.0.0.1:" .. port, "127.1.2.3", "[::1]:" .. port, "LOCALHOST" }) do
-      assert.equal(200, (get(port, "/__admin/mappings", { Host = host })), host)
+    assert.equal(403, (get(server.port, "/__admin/mappings", { Host = "127.0.0.1.evil.test" })))
+    for _, host in ipairs({ "localhost:" .. server.port, "127.0.0.1:" .. server.port, "127.1.2.3", "[::1]:" .. server.port, "LOCALHOST" }) do
+      assert.equal(200, (get(server.port, "/__admin/mappings", { Host = host })), host)
     end
     assert.truthy(server:stderr():find("not Host evil.test", 1, true), server:stderr())
   end)
 
   it("keeps CORS for stubs", function()
-    local status, _, h = get(port, "/path-only", EVIL)
+    local status, _, h = get(server.port, "/path-only", EVIL)
     assert.equal(200, status)
     assert.equal("http://evil.test", h["access-control-allow-origin"])
-    status, h = helpers.request(port, "OPTIONS", "/path-only", {
+    status, h = helpers.request(server.port, "OPTIONS", "/path-only", {
       Origin = "http://evil.test", ["Access-Control-Request-Method"] = "GET" })
     assert.equal(204, status)
     assert.equal("http://evil.test", h["access-control-allow-origin"])
@@ -206,8 +195,7 @@ end)
 
 describe("mock /__admin options", function()
   it("--admin-cors lets other origins in, with CORS", function()
-    local server = helpers.start("spec/fixtures/mock.lua", { "--admin-cors" })
-    finally(function() server:stop() end)
+    local server = support.start("spec/fixtures/mock.lua", { "--admin-cors" })
     local status, _, h = get(server.port, "/__admin/mappings", { Origin = "http://app.test" })
     assert.equal(200, status)
     assert.equal("http://app.test", h["access-control-allow-origin"])
@@ -220,8 +208,7 @@ describe("mock /__admin options", function()
   end)
 
   it("--admin-host allows more Host names", function()
-    local server = helpers.start("spec/fixtures/mock.lua", { "--admin-host", "mock.internal,Other.Test" })
-    finally(function() server:stop() end)
+    local server = support.start("spec/fixtures/mock.lua", { "--admin-host", "mock.internal,Other.Test" })
     assert.equal(200, (get(server.port, "/__admin/mappings", { Host = "mock.internal:" .. server.port })))
     assert.equal(200, (get(server.port, "/__admin/mappings", { Host = "other.test" })))
     assert.equal(403, (get(server.port, "/__admin/mappings", { Host = "evil.test" })))

@@ -2,6 +2,7 @@
 -- the shared store across them, a killed worker replaced, a stuck one
 -- killed, graceful drain, log reopening and the worker id in log lines.
 local helpers = require("spec.helpers")
+local support = require("spec.support.server")
 local signal = require("posix.signal")
 
 local APP = "spec/fixtures/workers.lua"
@@ -39,8 +40,7 @@ end
 
 describe("--workers", function()
   it("starts N worker processes that all serve the port", function()
-    local server = helpers.start(APP, { "--workers", "4" })
-    finally(function() server:stop() end)
+    local server = support.start(APP, { "--workers", "4" })
     assert.equal(4, server.nworkers)
     local pids = helpers.eventually(function()
       local p = server:workers()
@@ -61,8 +61,7 @@ describe("--workers", function()
     local p = io.popen("nproc")
     local cpus = tonumber(p:read("*l"))
     p:close()
-    local server = helpers.start(APP, { "--workers", "auto" })
-    finally(function() server:stop() end)
+    local server = support.start(APP, { "--workers", "auto" })
     assert.equal(cpus, server.nworkers)
     assert.truthy(helpers.eventually(function() return #server:workers() == cpus end))
   end)
@@ -74,8 +73,7 @@ describe("--workers", function()
   end)
 
   it("refuses a port another process listens on", function()
-    local first = helpers.start(APP)
-    finally(function() first:stop() end)
+    local first = support.start(APP)
     local code, _, err = helpers.run({ "--listen", "127.0.0.1:" .. first.port, APP })
     assert.equal(1, code)
     assert.truthy(err:find("cannot listen on 127.0.0.1:" .. first.port, 1, true), err)
@@ -84,8 +82,7 @@ end)
 
 describe("moonport.shared across workers", function()
   it("counts 10,000 increments from 100 connections over 4 workers exactly", function()
-    local server = helpers.start(APP, { "--workers", "4" })
-    finally(function() server:stop() end)
+    local server = support.start(APP, { "--workers", "4" })
     local conns = {}
     for i = 1, 100 do conns[i] = helpers.connect(server.port) end
     local req = helpers.build_request("GET", "/incr")
@@ -109,8 +106,7 @@ describe("moonport.shared across workers", function()
   end)
 
   it("keeps its data when a worker is killed", function()
-    local server = helpers.start(APP, { "--workers", "2" })
-    finally(function() server:stop() end)
+    local server = support.start(APP, { "--workers", "2" })
     assert.equal(200, (helpers.request(server.port, "PUT", "/kv/keep?v=kept")))
     for _, pid in ipairs(server:workers()) do signal.kill(pid, signal.SIGKILL) end
     local body = helpers.eventually(function()
@@ -122,9 +118,8 @@ describe("moonport.shared across workers", function()
 end)
 
 describe("a worker that dies", function()
-  it("is logged and replaced within 1 s while the others answer", function()
-    local server = helpers.start(APP, { "--workers", "2" })
-    finally(function() server:stop() end)
+  it("is logged and replaced at once while the others answer", function()
+    local server = support.start(APP, { "--workers", "2" })
     local pids = helpers.eventually(function()
       local p = server:workers()
       return #p == 2 and p
@@ -137,16 +132,12 @@ describe("a worker that dies", function()
       busy[i] = conn_to(server.port, survivor_pid)
       busy[i]:send(helpers.build_request("GET", "/slow"))
     end
-    local killed_at = helpers.now()
     signal.kill(victim, signal.SIGKILL)
     assert.equal(tostring(survivor_pid), survivor:request("GET", "/pid").body)
-    local replaced = helpers.eventually(function()
+    assert.truthy(helpers.eventually(function()
       local p = server:workers()
-      return #p == 2 and not contains(p, victim) and helpers.now()
-    end, 3)
-    assert.truthy(replaced, "no new worker")
-    assert.is_true(replaced - killed_at < 1.0,
-                   ("replaced after %.2f s"):format(replaced - killed_at))
+      return #p == 2 and not contains(p, victim)
+    end, 10), "no new worker")
     for _, c in ipairs(busy) do
       local resp = assert(c:read_response())
       assert.equal("done " .. survivor_pid, resp.body)
@@ -158,13 +149,16 @@ describe("a worker that dies", function()
     for _, p in ipairs(server:workers()) do if p ~= survivor_pid then new_pid = p end end
     local c = conn_to(server.port, new_pid)
     c:close()
+    -- At once: a worker that had been serving is not restarted after
+    -- the delay that one dying on startup gets.
     assert.truthy(helpers.eventually(function()
-      return server:stderr():find(("worker %%d+ %%(pid %d%%) killed by signal 9"):format(victim))
+      return server:stderr():find(("worker %%d+ %%(pid %d%%) killed by signal 9 %%(Killed%%); starting a new one\n")
+        :format(victim))
     end), server:stderr())
   end)
 
   it("makes the workers exit when the master is killed, a stuck one too", function()
-    local server = helpers.start(APP, { "--workers", "2" })
+    local server = support.start(APP, { "--workers", "2" })
     local pids = helpers.eventually(function()
       local p = server:workers()
       return #p == 2 and p
@@ -180,13 +174,13 @@ describe("a worker that dies", function()
       return st and st:match("^.*%) (%a)") == "R"
     end), "the worker did not start spinning")
     signal.kill(server.pid, signal.SIGKILL)
-    server:wait(5, nil, 137)
+    server:wait(10, nil, 137)
     local gone = helpers.eventually(function()
       for _, pid in ipairs(pids) do
         if signal.kill(pid, 0) == 0 then return false end
       end
       return true
-    end, 5)
+    end, 10)
     stuck:close()
     if not gone then for _, pid in ipairs(pids) do signal.kill(pid, signal.SIGKILL) end end
     assert.truthy(gone, "workers outlived their master")
@@ -195,8 +189,7 @@ end)
 
 describe("--handler-timeout", function()
   it("kills and replaces a worker stuck in a handler; the other keeps serving", function()
-    local server = helpers.start(APP, { "--workers", "2", "--handler-timeout", "1" })
-    finally(function() server:stop() end)
+    local server = support.start(APP, { "--workers", "2", "--handler-timeout", "1" })
     local pids = helpers.eventually(function()
       local p = server:workers()
       return #p == 2 and p
@@ -205,33 +198,41 @@ describe("--handler-timeout", function()
     local other = conn_to(server.port, pids[1], true)
     local started = helpers.now()
     stuck_conn:send(helpers.build_request("GET", "/spin"))
-    -- The other worker answers while the first spins.
+    -- The other worker answers while the first spins: before the stuck
+    -- connection ends (not before some number of seconds, which a busy
+    -- machine could stretch).
+    local answered_meanwhile = 0
     while helpers.now() - started < 0.8 do
-      local t = helpers.now()
       assert.equal(200, other:request("GET", "/pid").status)
-      assert.is_true(helpers.now() - t < 0.5)
+      stuck_conn:read_available()
+      if not stuck_conn.eof then answered_meanwhile = answered_meanwhile + 1 end
       helpers.nap(0.05)
     end
-    -- The spinning worker is killed: its connection ends without a response.
-    local resp = stuck_conn:read_response({ timeout = 5 })
+    assert(answered_meanwhile >= 1, "the other worker answered only after the stuck one was gone")
+    -- The spinning worker is killed: its connection ends without a
+    -- response, --handler-timeout (1 s) after the handler began, not the
+    -- default 30 s.
+    local resp = stuck_conn:read_response({ timeout = 15 })
     local ended = helpers.now() - started
     assert.is_nil(resp)
-    assert.is_true(ended >= 1.0 and ended < 2.5, ("ended after %.2f s"):format(ended))
+    assert.is_true(ended >= 1.0 and ended < 10, ("ended after %.2f s"):format(ended))
     assert.truthy(helpers.eventually(function()
       local p = server:workers()
       return #p == 2 and not contains(p, pids[1])
-    end, 2), "the stuck worker was not replaced")
+    end, 10), "the stuck worker was not replaced")
     assert.equal(200, other:request("GET", "/pid").status)
     other:close()
     stuck_conn:close()
     local log = server:stderr()
-    assert.truthy(log:find(("worker %%d+ %%(pid %d%%) has been running GET /spin %%(spec/fixtures/workers%%.lua%%) for 1%%.%%d s"):format(pids[1])), log)
+    local ran = log:match(("worker %%d+ %%(pid %d%%) has been running GET /spin %%(spec/fixtures/workers%%.lua%%) for (%%d+%%.%%d) s"):format(pids[1]))
+    assert.truthy(ran, log)
+    assert(tonumber(ran) >= 1.0, log)
   end)
 end)
 
 describe("SIGTERM", function()
   it("lets 100 in-flight requests finish, closes idle connections, exits 0", function()
-    local server = helpers.start(APP, { "--workers", "2" })
+    local server = support.start(APP, { "--workers", "2" })
     local idle = helpers.connect(server.port)
     assert.equal(200, idle:request("GET", "/pid").status)
     local conns = {}
@@ -244,15 +245,15 @@ describe("SIGTERM", function()
       return body == "100"
     end), "the 100 handlers did not all start")
     signal.kill(server.pid, signal.SIGTERM)
-    assert.truthy(idle:wait_eof(2), "an idle keep-alive connection stayed open")
+    assert.truthy(idle:wait_eof(10), "an idle keep-alive connection stayed open")
     for i, c in ipairs(conns) do
-      local resp = c:read_response({ timeout = 5 })
+      local resp = c:read_response({ timeout = 10 })
       assert.truthy(resp, "request " .. i .. " got no response")
       assert.equal(200, resp.status)
       assert.truthy(resp.body:find("^done "))
       c:close()
     end
-    assert.equal(0, server:wait(5))
+    assert.equal(0, server:wait(10))
     local ok = pcall(helpers.connect, server.port, 1)
     assert.is_false(ok, "still accepting after shutdown")
     -- The master says when the stop begins (with the connections to
@@ -268,11 +269,8 @@ end)
 describe("logs", function()
   it("names the process on every error-log line and the worker in the access log", function()
     local access = os.tmpname()
-    local server = helpers.start(APP, { "--workers", "2", "--access-log", access })
-    finally(function()
-      server:stop()
-      os.remove(access)
-    end)
+    support.defer(function() os.remove(access) end)
+    local server = support.start(APP, { "--workers", "2", "--access-log", access })
     local _, _, pid = helpers.request(server.port, "GET", "/log?m=one")
     local text = helpers.eventually(function()
       local t = read_file(access)
@@ -297,12 +295,11 @@ describe("logs", function()
 
   it("reopens both log files on SIGUSR1", function()
     local access, errors = os.tmpname(), os.tmpname()
-    local server = helpers.start(APP, { "--workers", "2", "--access-log", access,
-                                        "--error-log", errors })
-    finally(function()
-      server:stop()
+    support.defer(function()
       for _, p in ipairs({ access, errors, access .. ".1", errors .. ".1" }) do os.remove(p) end
     end)
+    local server = support.start(APP, { "--workers", "2", "--access-log", access,
+                                        "--error-log", errors })
     helpers.request(server.port, "GET", "/log?m=before")
     assert.truthy(helpers.eventually(function()
       return read_file(access):find("m=before", 1, true)
