@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "errors.h"
+#include "charge.h"
 #include "pool.h"
 
 static void test_pool_reuses_blocks(void) {
@@ -94,43 +95,43 @@ static void test_pool_destroy_leaves_used_blocks(void) {
 }
 
 static void test_charge(void) {
-  uint64_t charge = 0;
+  mp_charge charge = {0};
   mp_pool pool;
   mp_pool_init(&pool, 512, 4);
 
   /* Nothing is charged while no request is current. */
-  mp_c_charge = NULL;
+  mp_charge_switch(NULL);
   void *warm = mp_pool_get(&pool);
   mp_pool_put(&pool, warm);
-  CHECK_EQ_INT(charge, 0);
+  CHECK_EQ_INT(charge.c_bytes, 0);
 
-  mp_c_charge = &charge;
+  mp_charge_switch(&charge);
   uint64_t mallocs = mp_malloc_count;
   /* A block from the cache costs nothing; a new block, its size. */
   void *a = mp_pool_get(&pool);
-  CHECK_EQ_INT(charge, 0);
+  CHECK_EQ_INT(charge.c_bytes, 0);
   void *b = mp_pool_get(&pool);
-  CHECK_EQ_INT(charge, 512);
+  CHECK_EQ_INT(charge.c_bytes, 512);
   CHECK_EQ_INT(mp_malloc_count - mallocs, 1);
   /* mp_alloc charges what it allocates; mp_realloc only the growth. */
   char *p = mp_alloc(1000);
   CHECK(p != NULL);
-  CHECK_EQ_INT(charge, 512 + 1000);
+  CHECK_EQ_INT(charge.c_bytes, 512 + 1000);
   p = mp_realloc(p, 1000, 3000);
   CHECK(p != NULL);
-  CHECK_EQ_INT(charge, 512 + 3000);
+  CHECK_EQ_INT(charge.c_bytes, 512 + 3000);
   p = mp_realloc(p, 3000, 100);
   CHECK(p != NULL);
-  CHECK_EQ_INT(charge, 512 + 3000);
+  CHECK_EQ_INT(charge.c_bytes, 512 + 3000);
   CHECK_EQ_INT(mp_malloc_count - mallocs, 4);
   /* Giving memory back is not a credit. */
   free(p);
   mp_pool_put(&pool, a);
   mp_pool_put(&pool, b);
-  CHECK_EQ_INT(charge, 512 + 3000);
-  mp_c_charge = NULL;
+  CHECK_EQ_INT(charge.c_bytes, 512 + 3000);
+  mp_charge_switch(NULL);
   p = mp_alloc(64);
-  CHECK_EQ_INT(charge, 512 + 3000);
+  CHECK_EQ_INT(charge.c_bytes, 512 + 3000);
   CHECK_EQ_INT(mp_malloc_count - mallocs, 5);
   free(p);
   mp_pool_destroy(&pool);
@@ -145,8 +146,8 @@ static void test_buf_in_and_out_of_the_pool(void) {
   mp_pool_init(&pool, BLOCK, 4);
   void *warm = mp_pool_get(&pool);
   mp_pool_put(&pool, warm);
-  uint64_t charge = 0;
-  mp_c_charge = &charge;
+  mp_charge charge = {0};
+  mp_charge_switch(&charge);
   uint64_t mallocs = mp_malloc_count;
 
   mp_buf b = {.pool = &pool};
@@ -156,7 +157,7 @@ static void test_buf_in_and_out_of_the_pool(void) {
   CHECK_EQ_INT(b.len, 0);
   CHECK_EQ_INT(pool.nfree, 0);
   CHECK_EQ_INT(mp_malloc_count - mallocs, 0);
-  CHECK_EQ_INT(charge, 0);
+  CHECK_EQ_INT(charge.c_bytes, 0);
 
   char piece[600];
   memset(piece, 'x', sizeof piece);
@@ -173,7 +174,7 @@ static void test_buf_in_and_out_of_the_pool(void) {
   CHECK_EQ_INT(pool.nfree, 1);
   CHECK_EQ_INT(pool.nused, 0);
   CHECK_EQ_INT(mp_malloc_count - mallocs, 1);
-  CHECK_EQ_INT(charge, 2 * BLOCK);
+  CHECK_EQ_INT(charge.c_bytes, 2 * BLOCK);
   CHECK(b.data[0] == 'x' && b.data[599] == 'x' && b.data[600] == 'y' &&
         b.data[1199] == 'y');
 
@@ -182,7 +183,7 @@ static void test_buf_in_and_out_of_the_pool(void) {
   CHECK_EQ_INT(b.cap, 8 * BLOCK);
   CHECK_EQ_INT(b.len, 1200);
   CHECK_EQ_INT(mp_malloc_count - mallocs, 2);
-  CHECK_EQ_INT(charge, 8 * BLOCK);
+  CHECK_EQ_INT(charge.c_bytes, 8 * BLOCK);
   CHECK(b.data[0] == 'x' && b.data[1199] == 'y');
   /* Room already there costs nothing. */
   CHECK_EQ_INT(mp_buf_reserve(&b, 8 * BLOCK - 1200), 0);
@@ -206,9 +207,9 @@ static void test_buf_in_and_out_of_the_pool(void) {
   mp_buf_release(&b);
   CHECK_EQ_INT(pool.nfree, 1);
   CHECK_EQ_INT(pool.nused, 0);
-  CHECK_EQ_INT(charge, 8 * BLOCK);
+  CHECK_EQ_INT(charge.c_bytes, 8 * BLOCK);
 
-  mp_c_charge = NULL;
+  mp_charge_switch(NULL);
   mp_pool_destroy(&pool);
 }
 
@@ -216,35 +217,35 @@ static void test_buf_in_and_out_of_the_pool(void) {
 static void test_buf_too_big_for_the_pool(void) {
   mp_pool pool;
   mp_pool_init(&pool, 1024, 4);
-  uint64_t charge = 0;
-  mp_c_charge = &charge;
+  mp_charge charge = {0};
+  mp_charge_switch(&charge);
   mp_buf b = {.pool = &pool};
   CHECK_EQ_INT(mp_buf_reserve(&b, 5000), 0);
   CHECK_EQ_INT(b.cap, 8192); /* from 4096, doubled until it fits */
   CHECK_EQ_INT(pool.nused, 0);
-  CHECK_EQ_INT(charge, 8192);
+  CHECK_EQ_INT(charge.c_bytes, 8192);
   mp_buf_release(&b);
   CHECK_EQ_INT(pool.nfree, 0); /* freed, not cached */
-  mp_c_charge = NULL;
+  mp_charge_switch(NULL);
   mp_pool_destroy(&pool);
 }
 
 /* A buffer without a pool starts at 4 KiB and doubles. */
 static void test_buf_without_a_pool(void) {
   mp_buf b = {0};
-  uint64_t charge = 0;
-  mp_c_charge = &charge;
+  mp_charge charge = {0};
+  mp_charge_switch(&charge);
   CHECK_EQ_INT(mp_buf_append(&b, "", 0), 0);
   CHECK_EQ_INT(b.len, 0);
   CHECK_EQ_INT(mp_buf_append(&b, "abc", 3), 0);
   CHECK_EQ_INT(b.cap, 4096);
-  CHECK_EQ_INT(charge, 4096);
+  CHECK_EQ_INT(charge.c_bytes, 4096);
   char big[10000];
   memset(big, 'z', sizeof big);
   CHECK_EQ_INT(mp_buf_append(&b, big, sizeof big), 0);
   CHECK_EQ_INT(b.len, 10003);
   CHECK_EQ_INT(b.cap, 16384);
-  CHECK_EQ_INT(charge, 16384);
+  CHECK_EQ_INT(charge.c_bytes, 16384);
   CHECK_SPAN(b.data, 3, "abc");
   CHECK(b.data[10002] == 'z');
   /* A size that cannot be had fails and changes nothing. */
@@ -256,7 +257,7 @@ static void test_buf_without_a_pool(void) {
   mp_buf_release(&b);
   mp_buf_release(&b); /* twice is harmless */
   CHECK(b.data == NULL);
-  mp_c_charge = NULL;
+  mp_charge_switch(NULL);
 }
 
 int main(void) {
