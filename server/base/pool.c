@@ -74,6 +74,7 @@ void mp_pool_destroy(mp_pool *pool) {
 
 int mp_buf_reserve(mp_buf *b, size_t n) {
   if (b->cap - b->len >= n) return 0;
+  if (n > SIZE_MAX - b->len) return MP_NOMEM; /* len + n would wrap */
   if (b->data == NULL && b->pool != NULL && n <= b->pool->block_size) {
     b->data = mp_pool_get(b->pool);
     if (b->data == NULL) return MP_NOMEM;

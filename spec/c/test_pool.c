@@ -260,6 +260,16 @@ static void test_buf_without_a_pool(void) {
   mp_charge_switch(NULL);
 }
 
+/* A size whose sum with what is there wraps is refused, not taken for
+ * room already there. */
+static void test_buf_refuses_sizes_that_wrap(void) {
+  mp_buf b = {0};
+  CHECK_EQ_INT(mp_buf_append(&b, "abc", 3), 0);
+  CHECK_EQ_INT(mp_buf_reserve(&b, SIZE_MAX - 1), MP_NOMEM);
+  CHECK_EQ_INT(b.len, 3);
+  mp_buf_release(&b);
+}
+
 int main(void) {
   test_pool_reuses_blocks();
   test_pool_cache_limit();
@@ -268,5 +278,6 @@ int main(void) {
   test_buf_in_and_out_of_the_pool();
   test_buf_too_big_for_the_pool();
   test_buf_without_a_pool();
+  test_buf_refuses_sizes_that_wrap();
   return check_report("test_pool");
 }
