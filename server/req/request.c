@@ -363,7 +363,10 @@ void mp_request_detach(mp_request *r) {
   mp_conn *c = r->conn;
   /* The head lives in the connection's read buffer, which goes with the
    * connection; the handler may still read the method, path or headers. */
-  if (mp_buf_append(&r->saved_head, r->head, r->msg.head_len) == 0) {
+  mp_charge *was = mp_charge_switch(&r->charge);
+  int rc = mp_buf_append(&r->saved_head, r->head, r->msg.head_len);
+  mp_charge_switch(was);
+  if (rc == 0) {
     r->head = r->saved_head.data;
   } else {
     r->msg.nfields = 0; /* out of memory: better no headers than freed ones */
