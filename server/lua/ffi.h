@@ -6,7 +6,9 @@
  * Functions come in sections, one per Lua-facing API, each implemented in
  * server/lua/ffi/<api>.c and declared again, word for word, in the ffi.cdef
  * of the lua/moonport/core/ module that uses it (spec/unit/ffi_cdef_spec.lua
- * holds the two to the same types).
+ * holds the two to the same types). The binary exports these functions and
+ * nothing else: cmake/ffi_exports.cmake makes the export list from this
+ * file.
  *
  * Constants (MP_FFI_CONSTANTS, and the return codes of errors.h) are
  * defined once, in C, in the header of the layer they belong to.
