@@ -82,6 +82,9 @@ int mp_req_header_at(uint64_t ctx, int i, const char **name,
  * space; MP_NOT_FOUND when absent. */
 int mp_req_query(uint64_t ctx, const char *name, size_t nlen,
                  const char **out);
+/* How many path parameters; MP_BAD_CONTEXT once the request's handler has
+ * returned, as mp_req_running: Lua keeps the decoded table for the
+ * handler. */
 int mp_req_param_count(uint64_t ctx);
 /* Path parameter i: its name (NUL-terminated) and decoded value. */
 int mp_req_param_at(uint64_t ctx, int i, const char **name,

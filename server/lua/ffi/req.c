@@ -121,7 +121,7 @@ int mp_req_query(uint64_t ctx, const char *name, size_t nlen,
 
 int mp_req_param_count(uint64_t ctx) {
   LOOKUP(r);
-  return (int)r->match.nparams;
+  return r->running ? (int)r->match.nparams : MP_BAD_CONTEXT;
 }
 
 int mp_req_param_at(uint64_t ctx, int i, const char **name,
