@@ -6,12 +6,7 @@
 local helpers = require("spec.helpers")
 local contract = require("spec.support.ffi_contract")
 
-local function sorted(set)
-  local list = {}
-  for k in pairs(set) do list[#list + 1] = k end
-  table.sort(list)
-  return list
-end
+local sorted = contract.sorted_keys
 
 describe("the FFI contract in the server", function()
   local server, port

@@ -81,21 +81,24 @@ function contract.lua_modules()
   return modules
 end
 
---- Every Lua file of lua/moonport/, by path, with its text.
-function contract.lua_files()
-  local files = {}
-  local function walk(dir)
-    for _, name in ipairs(dirent.dir(root .. "/" .. dir)) do
-      local path = dir .. "/" .. name
-      if name:match("%.lua$") then
-        files[path] = read(path)
-      elseif not name:match("^%.") and pcall(dirent.dir, root .. "/" .. path) then
-        walk(path)
-      end
+-- The text of every file below dir (a path from the root) whose name
+-- ends in suffix, by path.
+local function files_below(dir, suffix, files)
+  files = files or {}
+  for _, name in ipairs(dirent.dir(root .. "/" .. dir)) do
+    local path = dir .. "/" .. name
+    if name:sub(-#suffix) == suffix then
+      files[path] = read(path)
+    elseif not name:match("^%.") and pcall(dirent.dir, root .. "/" .. path) then
+      files_below(path, suffix, files)
     end
   end
-  walk("lua/moonport")
   return files
+end
+
+--- Every Lua file of lua/moonport/, by path, with its text.
+function contract.lua_files()
+  return files_below("lua/moonport", ".lua")
 end
 
 --- The names of the contract's constants: errors.h's return codes and
@@ -120,38 +123,34 @@ end
 -- last value where none is written) and #defines.
 function contract.constant_values()
   local values = {}
-  local function headers(dir)
-    for _, name in ipairs(dirent.dir(root .. "/" .. dir)) do
-      local path = dir .. "/" .. name
-      if name:match("%.h$") then
-        local text = read(path)
-        for name, code in text:gmatch("XX%((%u[%u_]*),%s*(%-?%d+),") do
-          values["MP_" .. name] = tonumber(code)
+  for _, text in pairs(files_below("server", ".h")) do
+    for name, code in text:gmatch("XX%((%u[%u_]*),%s*(%-?%d+),") do
+      values["MP_" .. name] = tonumber(code)
+    end
+    for name, value in text:gmatch("#define%s+(MP_[%u%d_]+)%s+(%S+)") do
+      values[name] = integer(value) or values[name]
+    end
+    for body in strip_c(text):gmatch("enum%s*[%w_]*%s*(%b{})") do
+      local next_value = 0
+      for item in body:sub(2, -2):gmatch("[^,]+") do
+        local name, value = item:match("^%s*([%w_]+)%s*=?%s*(.-)%s*$")
+        local v = name and (value ~= "" and integer(value) or next_value)
+        if v then
+          values[name] = v
+          next_value = v + 1
         end
-        for name, value in text:gmatch("#define%s+(MP_[%u%d_]+)%s+(%S+)") do
-          values[name] = integer(value) or values[name]
-        end
-        for body in strip_c(text):gmatch("enum%s*[%w_]*%s*(%b{})") do
-          local next_value = 0
-          for item in body:sub(2, -2):gmatch("[^,]+") do
-            local name, value = item:match("^%s*([%w_]+)%s*=?%s*(.-)%s*$")
-            if name then
-              local v = value ~= "" and integer(value) or next_value
-              if v then
-                values[name] = v
-                next_value = v + 1
-              end
-            end
-          end
-        end
-      elseif not name:match("^%.") and not name:match("%.c$")
-        and pcall(dirent.dir, root .. "/" .. path) then
-        headers(path)
       end
     end
   end
-  headers("server")
   return values
+end
+
+--- The keys of a table, sorted.
+function contract.sorted_keys(t)
+  local keys = {}
+  for k in pairs(t) do keys[#keys + 1] = k end
+  table.sort(keys)
+  return keys
 end
 
 return contract

@@ -8,12 +8,7 @@ local header_functions, header_typedefs =
   contract.declarations(contract.read("server/lua/ffi.h"))
 local modules = contract.lua_modules()
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys)
-  return keys
-end
+local sorted_keys = contract.sorted_keys
 
 describe("the FFI contract", function()
   it("is read from server/lua/ffi.h", function()
