@@ -7,7 +7,6 @@ local dirent = require("posix.dirent")
 local contract = {}
 
 local root = os.getenv("MOONPORT_ROOT") or "."
-contract.root = root
 
 local function read(path)
   local f = assert(io.open(root .. "/" .. path, "rb"))
