@@ -1,16 +1,31 @@
 /*
- * The C side of the narrow door between handlers and the core: plain C
- * functions that lua/moonport/core.lua calls through the LuaJIT FFI (its
- * ffi.cdef repeats these declarations; keep the two in step).
+ * The contract between Lua and the core: every C function that
+ * lua/moonport/core/ calls through the LuaJIT FFI, and every number the two
+ * sides share. This file is the one place to read it.
  *
- * Every function names its request by a context (the req or res number a
- * handler holds, see request.h): mp_req_* take a req, mp_res_* a res. Each
- * returns an int: a length or 0 on success, or a negative code from
- * errors.h (MP_BAD_CONTEXT when the request has finished or the context is
- * not the right one). None raises, none calls back into Lua,
- * none keeps a pointer it was given. Strings come back as a pointer and a
- * length that stay valid only until the next call: into the request's head
- * (slices), or into the worker's scratch buffer (decoded values).
+ * Functions come in sections, one per Lua-facing API, each implemented in
+ * server/lua/ffi/<api>.c and declared again, word for word, in the ffi.cdef
+ * of the lua/moonport/core/ module that uses it (spec/unit/ffi_cdef_spec.lua
+ * holds the two to the same types). The binary exports these functions and
+ * nothing else: cmake/ffi_exports.cmake makes the export list from this
+ * file.
+ *
+ * Constants (MP_FFI_CONSTANTS, and the return codes of errors.h) are
+ * defined once, in C, in the header of the layer they belong to.
+ * lua/moonport/core/base.lua declares them from the text
+ * mp_ffi_constants() makes of their values, and Lua reads them as
+ * C.MP_AGAIN, C.MP_FAULT_RESET, ...: no number is written on both sides.
+ *
+ * Every mp_req_* and mp_res_* function names its request by a handle (the
+ * req or res number a handler holds; its layout is request.h's MP_CTX_*):
+ * mp_req_* take a req, mp_res_* a res. Every function returns an int: a
+ * length or 0 on success, or a negative code from errors.h (MP_BAD_CONTEXT
+ * when the request has finished or the handle is not the right one), unless
+ * its comment says otherwise. None raises, none calls back into Lua, none
+ * keeps a pointer it was given. Strings come back as a pointer and a length
+ * that stay valid only until the next call: into the request's head
+ * (slices), or into the FFI's scratch buffer (ffi/scratch.h: decoded
+ * values).
  */
 #ifndef MP_LUA_FFI_H
 #define MP_LUA_FFI_H
@@ -18,8 +33,41 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ---- The contract's constants (ffi/contract.c) ---- */
+
+/* mp_req_target's `which`. */
+enum { MP_TARGET_PATH = 0, MP_TARGET_QUERY = 1, MP_TARGET_WHOLE = 2 };
+
+/* mp_regex_compile's flags, and what mp_regex_match answers. */
+enum { MP_REGEX_CASELESS = 1, MP_REGEX_PARTIAL = 2 };
+enum { MP_REGEX_NOMATCH = 0, MP_REGEX_MATCH = 1, MP_REGEX_LIMIT = 2 };
+
+/* The constants Lua reads besides errors.h's return codes, each defined
+ * where its layer needs it: the handle layout (request.h), fault kinds
+ * (response.h), value types, stores and the longest key (shared.h), log
+ * levels (log.h), and this file's own. */
+#define MP_FFI_CONSTANTS(XX)                                                \
+  XX(MP_CTX_REQ) XX(MP_CTX_RES) XX(MP_CTX_TAG_BIT) XX(MP_CTX_GEN_SHIFT)     \
+  XX(MP_CTX_GEN_BITS)                                                       \
+  XX(MP_FAULT_RESET) XX(MP_FAULT_EMPTY) XX(MP_FAULT_MALFORMED_CHUNK)        \
+  XX(MP_FAULT_RANDOM_DATA)                                                  \
+  XX(MP_SHARED_NIL) XX(MP_SHARED_STRING) XX(MP_SHARED_NUMBER)               \
+  XX(MP_SHARED_BOOLEAN) XX(MP_SHARED_KEY_MAX)                               \
+  XX(MP_STORE_SHARED) XX(MP_STORE_MOCK) XX(MP_STORE_JOURNAL)                \
+  XX(MP_LOG_ERROR) XX(MP_LOG_WARN) XX(MP_LOG_INFO)                          \
+  XX(MP_TARGET_PATH) XX(MP_TARGET_QUERY) XX(MP_TARGET_WHOLE)                \
+  XX(MP_REGEX_CASELESS) XX(MP_REGEX_PARTIAL) XX(MP_REGEX_NOMATCH)           \
+  XX(MP_REGEX_MATCH) XX(MP_REGEX_LIMIT)
+
+/* Every return code of errors.h and every MP_FFI_CONSTANTS entry with its
+ * value, as one C enum declaration ("enum { MP_AGAIN = -30001, ... };")
+ * for ffi.cdef. The text is static. */
+const char *mp_ffi_constants(void);
+
+/* ---- req: the request (ffi/req.c) ---- */
+
 int mp_req_method(uint64_t ctx, const char **out);
-/* which: 0 path, 1 query string (without '?'), 2 whole target. */
+/* which: MP_TARGET_PATH, _QUERY (without '?') or _WHOLE. */
 int mp_req_target(uint64_t ctx, int which, const char **out);
 /* The named header (case-insensitive); repeated fields joined by ", ".
  * MP_NOT_FOUND when absent. */
@@ -34,6 +82,9 @@ int mp_req_header_at(uint64_t ctx, int i, const char **name,
  * space; MP_NOT_FOUND when absent. */
 int mp_req_query(uint64_t ctx, const char *name, size_t nlen,
                  const char **out);
+/* How many path parameters; MP_BAD_CONTEXT once the request's handler has
+ * returned, as mp_req_running: Lua keeps the decoded table for the
+ * handler. */
 int mp_req_param_count(uint64_t ctx);
 /* Path parameter i: its name (NUL-terminated) and decoded value. */
 int mp_req_param_at(uint64_t ctx, int i, const char **name,
@@ -42,12 +93,18 @@ int mp_req_param_at(uint64_t ctx, int i, const char **name,
  * MP_CLOSED when the client left before sending the rest, or MP_AGAIN:
  * the caller must yield, and try again when resumed. */
 int mp_req_read(uint64_t ctx, const char **out);
+/* 0 while the request's handler has not returned (it may be waiting);
+ * MP_BAD_CONTEXT once it has, or the request is over. What Lua keeps for
+ * a request (its body, params, ctx) lives no longer than its handler. */
+int mp_req_running(uint64_t ctx);
 /* 1 once the handler has been told that its client left (its on_abort
  * functions have run), else 0. */
 int mp_req_abort_told(uint64_t ctx);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
 /* The trailer fields kept so far, as "name: value\n" lines. */
 int mp_req_trailers(uint64_t ctx, const char **out);
+
+/* ---- res: the response (ffi/res.c) ---- */
 
 int mp_res_status(uint64_t ctx, int status);
 int mp_res_reason(uint64_t ctx, const char *text, size_t len);
@@ -61,33 +118,41 @@ int mp_res_send(uint64_t ctx, const char *body, size_t len,
  * resumes it. MP_CLOSED once the client has gone. */
 int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
-/* kind: MP_FAULT_* (request.h). */
+/* kind: MP_FAULT_*. */
 int mp_res_fault(uint64_t ctx, int kind);
+
+/* ---- moonport.sleep (ffi/sleep.c) ---- */
 
 /* Suspends the running handler for ms milliseconds (capped at 2^53); the
  * caller must yield right after a 0 return. MP_BAD_CONTEXT outside a
  * handler, MP_INVALID for a negative or NaN ms. */
 int mp_sleep(double ms);
 
+/* ---- The app's files (ffi/app.c) ---- */
+
 /* The app loaded the file at path: a worker tells the master, which
  * watches it for reloads. Nothing outside a serving worker. */
 void mp_lua_file_loaded(const char *path, size_t len);
 
-/* Regular expressions (PCRE2) for the mock library: compiled to match a
- * whole subject (with MP_REGEX_PARTIAL, for mp_regex_prefix only). NULL
- * with a message in err when the pattern is bad. */
-enum { MP_REGEX_CASELESS = 1, MP_REGEX_PARTIAL = 2 };
+/* ---- Regular expressions (ffi/regex.c) ---- */
+
+/* PCRE2 patterns for the mock library, compiled to match a whole subject
+ * (with MP_REGEX_PARTIAL, for mp_regex_prefix only). NULL with a message
+ * in err when the pattern is bad. */
 void *mp_regex_compile(const char *pattern, size_t len, int flags, char *err,
                        size_t errlen);
-/* 1 when re matches all of subject, 0 when not, 2 when the match was given
- * up at PCRE2's match, depth or heap limit (neither a match nor a
- * mismatch), MP_INVALID on another error. */
+/* MP_REGEX_MATCH when re matches all of subject, MP_REGEX_NOMATCH when
+ * not, MP_REGEX_LIMIT when the match was given up at PCRE2's match, depth
+ * or heap limit (neither a match nor a mismatch), MP_INVALID on another
+ * error. */
 int mp_regex_match(void *re, const char *subject, size_t len);
 /* The length of the longest start of subject that re (compiled with
  * MP_REGEX_PARTIAL) matches or could match were more to follow: how near
  * subject came. MP_INVALID when a match hit a limit or failed. */
 int mp_regex_prefix(void *re, const char *subject, size_t len);
 void mp_regex_free(void *re);
+
+/* ---- Files (ffi/fs.c) ---- */
 
 /* The entries of a directory (not "." and ".."), each as a type byte ('d'
  * for a directory, 'f' otherwise), the name and a NUL, in the scratch
@@ -106,7 +171,8 @@ int mp_dir_list(const char *path, const char **out, size_t *len);
 int mp_file_confine(const char *root, const char *name, size_t nlen,
                     char *out, size_t cap, double *size);
 
-/* The mock settings from the command line. */
+/* ---- The mock's settings (ffi/mock.c) ---- */
+
 typedef struct mp_mock_config {
   const char *dir;         /* --mock DIR, or NULL */
   const char *listen_host; /* the host of --listen */
@@ -116,22 +182,28 @@ typedef struct mp_mock_config {
   int journal_size;        /* --journal-size */
 } mp_mock_config;
 
-/* Fills *out. Returns 0. */
+/* Fills *out from the command line. Returns 0. */
 int mp_mock_settings(mp_mock_config *out);
+
+/* ---- Time (ffi/time.c) ---- */
 
 /* The wall-clock time in seconds since the epoch, to the microsecond. */
 double mp_clock_wall(void);
 
-/* Writes msg to the error log at level (0 error, 1 warn, 2 info). */
+/* ---- moonport.log (ffi/log.c) ---- */
+
+/* Writes msg (cut at 4 KiB) to the error log at level (MP_LOG_*; another
+ * value logs at MP_LOG_INFO). */
 void mp_lua_log(int level, const char *msg, size_t len);
 
-/* moonport.shared and the mock's stores, which every worker sees
- * (shared.h). `store` is an MP_STORE_* index (worker.h); another gives
- * MP_INVALID. Types: 0 nil (absent), 1 string, 2 number, 3 boolean (num
- * 0 or 1). */
+/* ---- moonport.shared and the mock's stores (ffi/shared.c) ---- */
 
-/* The value's type (0 when absent or expired), with the number in *num or
- * the string in *str and *len (in the scratch buffer). */
+/* The stores every worker sees (shared.h). `store` is an MP_STORE_* index;
+ * another gives MP_INVALID. Value types are MP_SHARED_*; a boolean is the
+ * number 0 or 1. */
+
+/* The value's type (MP_SHARED_NIL when absent or expired), with the number
+ * in *num or the string in *str and *len (in the scratch buffer). */
 int mp_store_get(int store, const char *key, size_t klen, double *num,
                  const char **str, size_t *len);
 /* Stores a value with ttl seconds to live (0: no expiry); add: only when

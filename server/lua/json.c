@@ -640,10 +640,11 @@ static int l_encode(lua_State *L) {
 
 /* [-1, +2, v] json._encode_buffer(value): as json.encode, but returns the
  * text as a light userdata pointing into the scratch buffer, and its
- * length, so that core.lua can copy it into a response through the FFI
- * without making a Lua string. The pointer is good until the next call of
- * this module in the state; nothing allocates in between there. A call
- * nested in another (a finalizer's) returns a string instead. */
+ * length, so that res:json (lua/moonport/core/response.lua) can copy it
+ * into a response through the FFI without making a Lua string. The
+ * pointer is good until the next call of this module in the state;
+ * nothing allocates in between there. A call nested in another (a
+ * finalizer's) returns a string instead. */
 static int l_encode_buffer(lua_State *L) {
   enc e;
   encode_into(L, &e);

@@ -50,6 +50,7 @@ struct mp_vm {
   uint64_t generation; /* the code version it loaded (mp_reload_status) */
   mp_lua_heap heap;
   int run_ref; /* core.run */
+  int forget_ref; /* core.forget */
   void *wait_marker; /* core.WAIT: what a handler waiting on the core yields */
   lua_State *pool[MAX_POOLED];
   int pool_refs[MAX_POOLED];
@@ -144,6 +145,8 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
   lua_pop(L, 1);
   lua_getfield(L, -1, "run");
   vm->run_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "forget");
+  vm->forget_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "track_loads");
   lua_call(L, 0, 0);
   lua_getfield(L, -1, "export");
@@ -271,9 +274,17 @@ static unsigned release(void *code) {
   return --vm->refs;
 }
 
+/* [-0, +0, -] A handler ended without returning to core.run (it failed
+ * past its xpcall, or was stopped): drops its coroutine, and what Lua kept
+ * for its request (core.forget), which core.run drops otherwise. Called
+ * with no Lua running; core.forget only clears table entries. */
 static void drop(mp_vm *vm, mp_request *r) {
-  luaL_unref(vm->L, LUA_REGISTRYINDEX, r->handler.ref);
+  lua_State *L = vm->L;
+  luaL_unref(L, LUA_REGISTRYINDEX, r->handler.ref);
   r->handler.co = NULL;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, vm->forget_ref);
+  lua_pushnumber(L, (lua_Number)mp_request_ctx(r, MP_CTX_REQ));
+  if (lua_pcall(L, 1, 0, 0) != 0) lua_pop(L, 1);
 }
 
 static void log_failure(mp_vm *vm, mp_request *r, const char *msg) {

@@ -3,13 +3,14 @@
  * coroutines.
  *
  * Every entry into Lua goes through lua_pcall or lua_resume, so a Lua error
- * never unwinds through C frames. A handler runs inside the runner of
- * lua/moonport/core.lua, which catches its errors with a traceback and
- * yields a DONE marker when it returns; the coroutine then goes back to the
- * pool. A handler waits by yielding core.WAIT from any depth of user
- * coroutines (core.lua routes their resumes). A coroutine that is
- * abandoned mid-handler (stopped after its client left, or at shutdown)
- * is left to the garbage collector, never resumed.
+ * never unwinds through C frames. A handler runs inside core.run
+ * (lua/moonport/core/runner.lua), which catches its errors with a
+ * traceback and yields a DONE marker when it returns; the coroutine then
+ * goes back to the pool. A handler waits by yielding core.WAIT from any
+ * depth of user coroutines (runner.lua routes their resumes). A coroutine
+ * that is abandoned mid-handler (stopped after its client left, or at
+ * shutdown) is left to the garbage collector, never resumed; what Lua kept
+ * for its request is dropped then (core.forget).
  */
 #ifndef MP_LUA_VM_H
 #define MP_LUA_VM_H

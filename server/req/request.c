@@ -92,25 +92,33 @@ void mp_request_release(mp_request *r) {
   s->free_slots[s->nfree_slots++] = r->slot;
 }
 
-/* Context layout: bit 38 marks a context, bits 37..17 hold the generation,
- * bits 16..1 the slot, bit 0 the kind. core.lua relies on the tag bit and
- * on the kind being the lowest bit. */
-#define CTX_TAG (1ull << 38)
-#define CTX_GEN_MASK 0x1FFFFFull
+/* The handle layout (request.h). */
+#define CTX_GEN_MASK ((1ull << MP_CTX_GEN_BITS) - 1)
+#define CTX_SLOT_MASK ((1ull << (MP_CTX_GEN_SHIFT - MP_CTX_SLOT_SHIFT)) - 1)
+_Static_assert(MP_MAX_SLOTS <= CTX_SLOT_MASK, "slots outgrow their bits");
+_Static_assert(MP_CTX_GEN_BITS == 8 * sizeof(uint32_t),
+               "the generation is mp_request's gen, whole");
+_Static_assert(MP_CTX_GEN_SHIFT + MP_CTX_GEN_BITS < MP_CTX_TAG_BIT &&
+                   MP_CTX_TAG_BIT < 53,
+               "a handle must be an integer a double holds exactly");
 
 uint64_t mp_request_ctx(const mp_request *r, int kind) {
-  return CTX_TAG | ((r->gen & CTX_GEN_MASK) << 17) |
-         ((uint64_t)r->slot << 1) | (uint64_t)kind;
+  return (1ull << MP_CTX_TAG_BIT) | ((uint64_t)r->gen << MP_CTX_GEN_SHIFT) |
+         ((uint64_t)r->slot << MP_CTX_SLOT_SHIFT) | (uint64_t)kind;
 }
 
 mp_request *mp_request_from_ctx(uint64_t ctx, int kind) {
   mp_server *s = mp_server_self;
-  if ((ctx >> 38) != 1 || (int)(ctx & 1) != kind || s == NULL) return NULL;
-  uint32_t slot = (uint32_t)((ctx >> 1) & 0xFFFF);
-  uint32_t gen = (uint32_t)((ctx >> 17) & CTX_GEN_MASK);
+  /* The tag bit set, and the bits between it and the generation clear. */
+  uint64_t top = ctx >> (MP_CTX_GEN_SHIFT + MP_CTX_GEN_BITS);
+  if (top != 1ull << (MP_CTX_TAG_BIT - MP_CTX_GEN_SHIFT - MP_CTX_GEN_BITS) ||
+      (int)(ctx & 1) != kind || s == NULL)
+    return NULL;
+  uint32_t slot = (uint32_t)((ctx >> MP_CTX_SLOT_SHIFT) & CTX_SLOT_MASK);
+  uint32_t gen = (uint32_t)((ctx >> MP_CTX_GEN_SHIFT) & CTX_GEN_MASK);
   if (slot >= s->nreqs) return NULL;
   mp_request *r = s->reqs[slot];
-  return (r->gen & CTX_GEN_MASK) == gen && r->live ? r : NULL;
+  return r->gen == gen && r->live ? r : NULL;
 }
 
 static void free_on_close(uv_handle_t *h) { free(h->data); }

@@ -106,15 +106,28 @@ mp_request *mp_request_acquire(mp_server *s, mp_conn *c);
 /* Gives the record back; every (slot, gen) naming it goes stale. */
 void mp_request_release(mp_request *r);
 
-/* Lua names a request by a context: an integer (a Lua number, below 2^39
- * so a double holds it exactly) whose bits hold the slot, the generation
- * and which object it is (req or res). Numbers cost no allocation, pass
- * through JIT-compiled FFI calls as plain integers, and get their methods
- * from the number metatable (lua/moonport/core.lua). The generation keeps
- * 21 bits: a context kept through 2^21 reuses of its slot would alias;
- * slots are limited to MP_MAX_SLOTS. */
+/* Lua names a request by a handle (a context): an integer that a double
+ * holds exactly, whose bits hold the slot, the generation and which object
+ * it is (req or res). Handles cost no allocation, pass through JIT-compiled
+ * FFI calls as plain integers, and get their methods from the number
+ * metatable (lua/moonport/core/handle.lua), which tells them from other
+ * numbers by their range alone: bit MP_CTX_TAG_BIT (52) is set and the
+ * bits between it and the generation are clear, so every handle lies in
+ * [2^52, 2^52 + 2^49), above any millisecond or microsecond timestamp and
+ * short of 2^53 - 1, the largest integer scripts use as a bound. Below
+ * them, the generation (MP_CTX_GEN_BITS from MP_CTX_GEN_SHIFT: a handle
+ * kept through 2^32 reuses of its slot would alias), the slot (bits 16..1;
+ * slots are limited to MP_MAX_SLOTS), and the kind in bit 0.
+ * lua/moonport/core/ reads this layout through ../lua/ffi.h's constants. */
 #define MP_MAX_SLOTS 65535
-enum { MP_CTX_REQ = 0, MP_CTX_RES = 1 };
+enum {
+  MP_CTX_REQ = 0, /* the kinds */
+  MP_CTX_RES = 1,
+  MP_CTX_SLOT_SHIFT = 1,
+  MP_CTX_GEN_SHIFT = 17,
+  MP_CTX_GEN_BITS = 32,
+  MP_CTX_TAG_BIT = 52
+};
 
 /* The request whose work the core is doing now (whose handler runs, or
  * whose body is being parsed), or NULL. */
@@ -122,12 +135,12 @@ static inline mp_request *mp_request_current(void) {
   return mp_charge_now != NULL ? (mp_request *)mp_charge_now->owner : NULL;
 }
 
-/* The context value for r as req or res. */
+/* The handle of r as req or res. */
 uint64_t mp_request_ctx(const mp_request *r, int kind);
 
-/* The live request a context names, or NULL when it has finished (or ctx
- * is not a context at all). When kind is MP_CTX_REQ or MP_CTX_RES, the
- * context must name that object too. */
+/* The live request a handle names, or NULL when it has finished (or ctx
+ * is not a handle at all). The handle must name the object `kind`
+ * (MP_CTX_REQ or MP_CTX_RES) too. */
 mp_request *mp_request_from_ctx(uint64_t ctx, int kind);
 
 /* The path r asked for: the target up to '?', as sent ("/" for an

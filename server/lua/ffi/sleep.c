@@ -1,6 +1,7 @@
 /*
  * moonport.sleep's door (see ../ffi.h): the running handler's request
- * waits on req/sleep.c's timer. core.lua yields right after a 0 return.
+ * waits on req/sleep.c's timer. lua/moonport/core/runner.lua yields right
+ * after a 0 return.
  */
 #include "ffi.h"
 

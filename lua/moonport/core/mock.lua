@@ -1,0 +1,41 @@
+--- The mock's settings from the command line (server/lua/ffi/mock.c).
+-- @module moonport.core.mock
+
+local ffi = require("ffi")
+
+ffi.cdef[[
+typedef struct mp_mock_config {
+  const char *dir;
+  const char *listen_host;
+  const char *admin_hosts;
+  int cors;
+  int admin_cors;
+  int journal_size;
+} mp_mock_config;
+int mp_mock_settings(mp_mock_config *out);
+]]
+
+local mp_mock_settings = ffi.C.mp_mock_settings
+local ffi_string = ffi.string
+
+local mock = {}
+
+local function opt_string(p)
+  if p == nil then return nil end
+  return ffi_string(p)
+end
+
+--- The mock settings from the command line: { dir = --mock DIR or nil,
+-- listen_host = the host of --listen, admin_hosts = --admin-host or nil,
+-- cors = true unless --no-cors, admin_cors = --admin-cors,
+-- journal_size = --journal-size }.
+-- @usage local settings = core.mock_settings()
+function mock.settings()
+  local cfg = ffi.new("mp_mock_config")
+  mp_mock_settings(cfg)
+  return { dir = opt_string(cfg.dir), listen_host = opt_string(cfg.listen_host),
+           admin_hosts = opt_string(cfg.admin_hosts), cors = cfg.cors ~= 0,
+           admin_cors = cfg.admin_cors ~= 0, journal_size = cfg.journal_size }
+end
+
+return mock

@@ -1,0 +1,20 @@
+/*
+ * The mock's settings (see ../ffi.h): the command-line options
+ * lua/moonport/mock/ reads at load, through lua/moonport/core/mock.lua.
+ * The strings are the configuration's, which lives as long as the process.
+ */
+#include "ffi.h"
+
+#include "config.h"
+#include "vm.h"
+
+int mp_mock_settings(mp_mock_config *out) {
+  const mp_config *cfg = mp_vm_host_self->cfg;
+  out->dir = cfg->mock_dir;
+  out->listen_host = cfg->host;
+  out->admin_hosts = cfg->admin_hosts;
+  out->cors = cfg->cors;
+  out->admin_cors = cfg->admin_cors;
+  out->journal_size = (int)cfg->journal_size;
+  return 0;
+}
