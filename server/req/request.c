@@ -78,6 +78,8 @@ static void unlink_detached(mp_request *r);
 void mp_request_release(mp_request *r) {
   mp_server *s = r->srv;
   if (r->live && r->conn == NULL) unlink_detached(r);
+  if (r->outbound != NULL && s->release_outbound != NULL)
+    s->release_outbound(r);
   r->gen++;
   r->conn = NULL;
   r->live = false;

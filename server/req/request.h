@@ -97,6 +97,10 @@ struct mp_request {
   const mp_wait_ops *wait; /* what its handler waits on (wait.h), or NULL */
   uv_timer_t timer;
 
+  /* The outbound sockets its code holds (upstream/'s, opaque here): the
+   * server's release_outbound closes or pools them when r is released. */
+  void *outbound;
+
   mp_hfield fields[]; /* limits.max_headers entries, msg.fields points here */
 };
 

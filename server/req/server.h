@@ -96,6 +96,10 @@ struct mp_server {
   /* Called, when set, for a request before it is routed: true when it
    * answered it (the stats endpoint). Runs no Lua. */
   bool (*intercept)(mp_server *s, mp_request *r);
+  /* Called, when set, for a request released while it still holds
+   * outbound sockets (r->outbound): the layer that made them (upstream/)
+   * closes or pools them. Runs no Lua. */
+  void (*release_outbound)(mp_request *r);
   /* Called once nothing is left to serve while stopping. */
   void (*on_drained)(mp_server *s);
 
