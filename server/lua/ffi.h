@@ -38,6 +38,9 @@
 /* mp_req_target's `which`. */
 enum { MP_TARGET_PATH = 0, MP_TARGET_QUERY = 1, MP_TARGET_WHOLE = 2 };
 
+/* mp_phase's answers: what runs Lua now. */
+enum { MP_PHASE_INIT = 0, MP_PHASE_CONTENT = 1, MP_PHASE_TIMER = 2 };
+
 /* mp_regex_compile's flags, and what mp_regex_match answers. */
 enum { MP_REGEX_CASELESS = 1, MP_REGEX_PARTIAL = 2 };
 enum { MP_REGEX_NOMATCH = 0, MP_REGEX_MATCH = 1, MP_REGEX_LIMIT = 2 };
@@ -57,7 +60,8 @@ enum { MP_REGEX_NOMATCH = 0, MP_REGEX_MATCH = 1, MP_REGEX_LIMIT = 2 };
   XX(MP_LOG_ERROR) XX(MP_LOG_WARN) XX(MP_LOG_INFO)                          \
   XX(MP_TARGET_PATH) XX(MP_TARGET_QUERY) XX(MP_TARGET_WHOLE)                \
   XX(MP_REGEX_CASELESS) XX(MP_REGEX_PARTIAL) XX(MP_REGEX_NOMATCH)           \
-  XX(MP_REGEX_MATCH) XX(MP_REGEX_LIMIT)
+  XX(MP_REGEX_MATCH) XX(MP_REGEX_LIMIT)                                     \
+  XX(MP_PHASE_INIT) XX(MP_PHASE_CONTENT) XX(MP_PHASE_TIMER)
 
 /* Every return code of errors.h and every MP_FFI_CONSTANTS entry with its
  * value, as one C enum declaration ("enum { MP_AGAIN = -30001, ... };")
@@ -103,6 +107,16 @@ int mp_req_abort_told(uint64_t ctx);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
 /* The trailer fields kept so far, as "name: value\n" lines. */
 int mp_req_trailers(uint64_t ctx, const char **out);
+
+/* ---- What runs now (ffi/current.c) ---- */
+
+/* The req handle of the request whose code runs now (a light thread's is
+ * the request that spawned it), or 0 when no request's code runs (the app
+ * loading, a timer). A double: handles are integers below 2^53. */
+double mp_req_current(void);
+/* MP_PHASE_INIT while the app loads, MP_PHASE_CONTENT in a request's
+ * handler and its light threads, MP_PHASE_TIMER in a timer. */
+int mp_phase(void);
 
 /* ---- res: the response (ffi/res.c) ---- */
 
