@@ -58,4 +58,8 @@ moonport.log = core.log
 moonport.shared = core.shared
 moonport.json = require("moonport.json")
 
+--- Outbound sockets with OpenResty's cosocket API.
+-- @usage local sock = moonport.socket.tcp()
+moonport.socket = require("moonport.core.socket")
+
 return moonport

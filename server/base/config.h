@@ -50,6 +50,9 @@ typedef struct mp_config {
   size_t max_header_size;
   unsigned max_headers;
   unsigned max_connections;
+  uint64_t resolver_cache_ms; /* how long a resolved host name is kept */
+  const char *tls_ca;          /* CA certificates for outbound TLS, or NULL
+                                  for the system store */
 } mp_config;
 
 enum {

@@ -16,7 +16,8 @@
   XX(INVALID, -30005, "invalid argument")                                    \
   XX(STATE, -30006, "not allowed in the current state")                      \
   XX(NOT_FOUND, -30007, "not found")                                         \
-  XX(CLOSED, -30008, "the client closed the connection")
+  XX(CLOSED, -30008, "the peer closed the connection")                     \
+  XX(TIMEOUT, -30009, "timeout")
 
 enum {
 #define XX(name, code, msg) MP_##name = code,

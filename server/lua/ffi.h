@@ -48,7 +48,8 @@ enum { MP_REGEX_NOMATCH = 0, MP_REGEX_MATCH = 1, MP_REGEX_LIMIT = 2 };
 /* The constants Lua reads besides errors.h's return codes, each defined
  * where its layer needs it: the handle layout (request.h), fault kinds
  * (response.h), value types, stores and the longest key (shared.h), log
- * levels (log.h), and this file's own. */
+ * levels (log.h), receive patterns (socket.h) and socket options
+ * (stream.h), and this file's own. */
 #define MP_FFI_CONSTANTS(XX)                                                \
   XX(MP_CTX_REQ) XX(MP_CTX_RES) XX(MP_CTX_TAG_BIT) XX(MP_CTX_GEN_SHIFT)     \
   XX(MP_CTX_GEN_BITS)                                                       \
@@ -61,7 +62,10 @@ enum { MP_REGEX_NOMATCH = 0, MP_REGEX_MATCH = 1, MP_REGEX_LIMIT = 2 };
   XX(MP_TARGET_PATH) XX(MP_TARGET_QUERY) XX(MP_TARGET_WHOLE)                \
   XX(MP_REGEX_CASELESS) XX(MP_REGEX_PARTIAL) XX(MP_REGEX_NOMATCH)           \
   XX(MP_REGEX_MATCH) XX(MP_REGEX_LIMIT)                                     \
-  XX(MP_PHASE_INIT) XX(MP_PHASE_CONTENT) XX(MP_PHASE_TIMER)
+  XX(MP_PHASE_INIT) XX(MP_PHASE_CONTENT) XX(MP_PHASE_TIMER)                 \
+  XX(MP_RECV_SIZE) XX(MP_RECV_LINE) XX(MP_RECV_ALL) XX(MP_RECV_ANY)         \
+  XX(MP_RECV_UNTIL) XX(MP_STREAM_KEEPALIVE) XX(MP_STREAM_NODELAY)           \
+  XX(MP_STREAM_SNDBUF) XX(MP_STREAM_RCVBUF)
 
 /* Every return code of errors.h and every MP_FFI_CONSTANTS entry with its
  * value, as one C enum declaration ("enum { MP_AGAIN = -30001, ... };")
@@ -141,6 +145,46 @@ int mp_res_fault(uint64_t ctx, int kind);
  * caller must yield right after a 0 return. MP_BAD_CONTEXT outside a
  * handler, MP_INVALID for a negative or NaN ms. */
 int mp_sleep(double ms);
+
+/* ---- moonport.socket (ffi/socket.c) ---- */
+
+/* Outbound TCP and Unix-domain sockets (upstream/socket.h), for the code
+ * of the running request; MP_BAD_CONTEXT when none runs (the app
+ * loading). Sockets are named by handles (numbers), which go stale when
+ * the socket is closed, pooled or its request ends; a stale handle
+ * answers MP_CLOSED. Calls that answer MP_AGAIN made the request wait: the
+ * caller must yield, and, once resumed, fetch the outcome with
+ * mp_sock_result (connect, send) or call receive again. */
+
+/* host: a name, an IP literal or "unix:/path"; pool: the pool's name or
+ * NULL; pool_size 0 for the default; backlog -1 for none. 0 (connected at
+ * once, from the pool) or MP_AGAIN with *handle set; MP_DECLINED when the
+ * pool's backlog is full. */
+int mp_sock_connect(const char *host, int port, const char *pool,
+                    int pool_size, int backlog, double timeout_ms,
+                    double *handle);
+/* The outcome of the connect or send waited for: 0, MP_TIMEOUT,
+ * MP_CLOSED, or a libuv code (UV_EAI_* when the host did not resolve). */
+int mp_sock_result(double handle);
+/* pattern: MP_RECV_*. 0 with the data in *out, *len; MP_DECLINED when an
+ * UNTIL read with a size reached its boundary; or an error with the
+ * partial data in *out, *len. */
+int mp_sock_receive(double handle, int pattern, size_t n, const char *until,
+                    size_t ulen, int inclusive, double timeout_ms,
+                    const char **out, size_t *len);
+int mp_sock_send(double handle, const char *data, size_t len,
+                 double timeout_ms);
+/* MP_DECLINED: unread data in the buffer; MP_STATE: an operation is in
+ * progress. */
+int mp_sock_keepalive(double handle, double idle_ms, int pool_size);
+int mp_sock_close(double handle);
+/* How many times the connection was reused, or MP_CLOSED. */
+int mp_sock_reused(double handle);
+/* option: MP_STREAM_*. */
+int mp_sock_option(double handle, int option, int value);
+/* The words for a libuv code, as OpenResty words socket errors
+ * ("connection refused", "connection reset by peer"). Static text. */
+const char *mp_sock_strerror(int rc);
 
 /* ---- The app's files (ffi/app.c) ---- */
 

@@ -1,9 +1,9 @@
 /*
  * The transport seam: a byte stream a connection reads and writes through,
  * whatever carries the bytes (h2o's h2o_socket_t, libuv's uv_stream_t).
- * TCP is the one transport now (tcp.c); TLS, and outbound sockets, plug in
- * beside it as other ops tables, and the connection code above does not
- * change. Callbacks get the stream; its owner finds itself through data.
+ * TCP (tcp.c) and Unix-domain sockets (pipe.c) are its transports, for
+ * inbound connections and outbound sockets (upstream/) alike; the code
+ * above them does not know which it holds. Callbacks get the stream; its owner finds itself through data.
  *
  * The stream is embedded in its owner, whose memory may go only in the
  * close callback (libuv's rule for handles).
@@ -25,6 +25,17 @@ typedef void (*mp_stream_alloc_cb)(mp_stream *s, size_t suggested,
 typedef void (*mp_stream_read_cb)(mp_stream *s, ssize_t nread,
                                   const uv_buf_t *buf);
 typedef void (*mp_stream_close_cb)(mp_stream *s);
+/* status: 0 once connected, or a negative code (UV_ECANCELED when the
+ * stream was closed first). */
+typedef void (*mp_stream_connect_cb)(mp_stream *s, int status);
+
+/* mp_stream_option's options (OpenResty's setoption names). */
+enum {
+  MP_STREAM_KEEPALIVE = 1, /* TCP keep-alive probes: value 0 or 1 */
+  MP_STREAM_NODELAY = 2,   /* Nagle's algorithm off: value 0 or 1 */
+  MP_STREAM_SNDBUF = 3,    /* the kernel's send buffer, in bytes */
+  MP_STREAM_RCVBUF = 4     /* the kernel's receive buffer, in bytes */
+};
 
 typedef struct mp_stream_ops {
   int (*read_start)(mp_stream *s, mp_stream_alloc_cb alloc,
@@ -45,6 +56,9 @@ typedef struct mp_stream_ops {
   void (*close)(mp_stream *s, bool reset, mp_stream_close_cb cb);
   /* The peer's address. Returns 0 or a negative code. */
   int (*peer)(const mp_stream *s, struct sockaddr_storage *addr);
+  /* Sets a socket option (MP_STREAM_*). Returns 0, UV_ENOTSUP where the
+   * transport has no such option, or a negative code. */
+  int (*option)(mp_stream *s, int option, int value);
 } mp_stream_ops;
 
 struct mp_stream {
@@ -53,8 +67,10 @@ struct mp_stream {
   mp_stream_alloc_cb alloc_cb;
   mp_stream_read_cb read_cb;
   mp_stream_close_cb close_cb;
+  mp_stream_connect_cb connect_cb;
   union {
     uv_tcp_t tcp;
+    uv_pipe_t pipe;
   } handle; /* the transport's; only its ops touch it */
 };
 
@@ -62,6 +78,18 @@ struct mp_stream {
  * Nagle's algorithm off. On failure s is closed, and close_cb runs. */
 int mp_stream_tcp_accept(mp_stream *s, uv_loop_t *loop, uv_stream_t *listener,
                          mp_stream_close_cb close_cb);
+
+/* Opens s on loop as a TCP stream and starts connecting it to addr, with
+ * Nagle's algorithm off; cb runs once, when connected or failed (req must
+ * live until then). On a failure to start, s is open and the caller
+ * closes it. */
+int mp_stream_tcp_connect(mp_stream *s, uv_loop_t *loop,
+                          const struct sockaddr *addr, uv_connect_t *req,
+                          mp_stream_connect_cb cb);
+
+/* The same for a Unix-domain stream socket at path. */
+int mp_stream_pipe_connect(mp_stream *s, uv_loop_t *loop, const char *path,
+                           uv_connect_t *req, mp_stream_connect_cb cb);
 
 static inline int mp_stream_read_start(mp_stream *s, mp_stream_alloc_cb alloc,
                                        mp_stream_read_cb read) {
@@ -93,6 +121,10 @@ static inline void mp_stream_close(mp_stream *s, bool reset,
 static inline int mp_stream_peer(const mp_stream *s,
                                  struct sockaddr_storage *addr) {
   return s->ops->peer(s, addr);
+}
+
+static inline int mp_stream_option(mp_stream *s, int option, int value) {
+  return s->ops->option(s, option, value);
 }
 
 #endif

@@ -5,6 +5,8 @@
  */
 #include "stream.h"
 
+#include "stream_int.h"
+
 static mp_stream *of(const uv_handle_t *h) { return h->data; }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -63,6 +65,20 @@ static int tcp_peer(const mp_stream *s, struct sockaddr_storage *addr) {
   return uv_tcp_getpeername(&s->handle.tcp, (struct sockaddr *)addr, &len);
 }
 
+static int tcp_option(mp_stream *s, int option, int value) {
+  switch (option) {
+  case MP_STREAM_KEEPALIVE:
+    return uv_tcp_keepalive(&s->handle.tcp, value != 0, 60);
+  case MP_STREAM_NODELAY:
+    return uv_tcp_nodelay(&s->handle.tcp, value != 0);
+  case MP_STREAM_SNDBUF:
+    return uv_send_buffer_size((uv_handle_t *)&s->handle.tcp, &value);
+  case MP_STREAM_RCVBUF:
+    return uv_recv_buffer_size((uv_handle_t *)&s->handle.tcp, &value);
+  }
+  return UV_ENOTSUP;
+}
+
 static const mp_stream_ops tcp_ops = {
     .read_start = tcp_read_start,
     .read_stop = tcp_read_stop,
@@ -72,6 +88,7 @@ static const mp_stream_ops tcp_ops = {
     .shutdown = tcp_shutdown,
     .close = tcp_close,
     .peer = tcp_peer,
+    .option = tcp_option,
 };
 
 int mp_stream_tcp_accept(mp_stream *s, uv_loop_t *loop, uv_stream_t *listener,
@@ -86,4 +103,21 @@ int mp_stream_tcp_accept(mp_stream *s, uv_loop_t *loop, uv_stream_t *listener,
   }
   uv_tcp_nodelay(&s->handle.tcp, 1);
   return 0;
+}
+
+void mp__stream_on_connect(uv_connect_t *req, int status) {
+  mp_stream *s = req->data;
+  s->connect_cb(s, status);
+}
+
+int mp_stream_tcp_connect(mp_stream *s, uv_loop_t *loop,
+                          const struct sockaddr *addr, uv_connect_t *req,
+                          mp_stream_connect_cb cb) {
+  s->ops = &tcp_ops;
+  s->connect_cb = cb;
+  uv_tcp_init(loop, &s->handle.tcp);
+  s->handle.tcp.data = s;
+  uv_tcp_nodelay(&s->handle.tcp, 1);
+  req->data = s;
+  return uv_tcp_connect(req, &s->handle.tcp, addr, mp__stream_on_connect);
 }

@@ -125,6 +125,12 @@ static const option options[] = {
      "512m", 0, 0, NULL,
      "how far loading the app may grow the Lua heap; past it the load "
      "fails"},
+    {"--resolver-cache", OPT_SECONDS, "SECONDS", MS(resolver_cache_ms), "30",
+     0, 0, NULL,
+     "keep a host name an outbound socket resolved this long (per worker)"},
+    {"--tls-ca", OPT_FILE, "FILE", TEXT(tls_ca), NULL, 0, 0, NULL,
+     "PEM file of CA certificates outbound TLS verifies against, instead "
+     "of the system store"},
     {"--mock", OPT_TEXT, "DIR", TEXT(mock_dir), NULL, 0, 0, "a directory",
      "serve a WireMock directory (DIR/mappings, DIR/__files, DIR/*.lua) "
      "instead of an APP"},

@@ -57,6 +57,11 @@ bool mp_wait_ends_when_gone(const mp_request *r);
  * connection's close). */
 void mp_wait_client_gone(mp_request *r);
 
+/* What r waits for is over, and r runs Lua now or is about to (the end
+ * came from inside a Lua call): r is resumed on the next loop turn, never
+ * from inside its caller. */
+void mp_wait_resume_soon(mp_request *r);
+
 /* Ends r's wait without resuming r (the handler is being stopped). */
 void mp_wait_cancel(mp_request *r);
 

@@ -6,7 +6,7 @@ local dirent = require("posix.dirent")
 local root = os.getenv("MOONPORT_ROOT") or "."
 
 -- Lowest first: a layer may include its own headers and those before it.
-local LAYERS = { "base", "http", "net", "req", "handlers", "lua", "proc" }
+local LAYERS = { "base", "http", "net", "req", "handlers", "upstream", "lua", "proc" }
 local rank = {}
 for i, name in ipairs(LAYERS) do rank[name] = i end
 

@@ -16,6 +16,8 @@
 #include "request.h"
 #include "response.h"
 #include "shared.h"
+#include "socket.h"
+#include "stream.h"
 
 static const struct {
   const char *name;
