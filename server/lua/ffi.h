@@ -182,6 +182,9 @@ int mp_sock_close(double handle);
 int mp_sock_reused(double handle);
 /* option: MP_STREAM_*. */
 int mp_sock_option(double handle, int option, int value);
+/* The worker's outbound connections: in use by requests, and idle in
+ * pools. Returns 0. */
+int mp_sock_counts(int *in_use, int *idle);
 /* The words for a libuv code, as OpenResty words socket errors
  * ("connection refused", "connection reset by peer"). Static text. */
 const char *mp_sock_strerror(int rc);

@@ -277,7 +277,6 @@ void mp__usock_close(mp_usock *s, int reason) {
   if (s->stream_open) {
     s->stream_open = false;
     s->reading = false;
-    s->handles++;
     mp_stream_close(&s->stream, false, on_stream_closed);
   }
   if (s->counted && p != NULL) {
@@ -287,14 +286,21 @@ void mp__usock_close(mp_usock *s, int reason) {
   }
   mp_buf_release(&s->rbuf);
   s->rpos = 0;
+  /* Nothing names a closed connection idle in a pool: it goes. */
+  if (s->slot == MP__NO_SLOT && s->owner == NULL && s->op == OP_NONE &&
+      was == US_IDLE)
+    mp__usock_retire(s);
 }
 
-/* The last of s: no handle names it, and its connection is closed: the
- * timer closes, and the record is freed after. */
+/* The last of s: its connection closes, its handle goes stale, its timer
+ * closes, and the record is freed after. */
 void mp__usock_retire(mp_usock *s) {
   mp__usock_close(s, MP_CLOSED);
   drop_handle(s);
-  uv_close((uv_handle_t *)&s->timer, on_timer_closed);
+  if (!s->timer_closing) {
+    s->timer_closing = true;
+    uv_close((uv_handle_t *)&s->timer, on_timer_closed);
+  }
 }
 
 /* ---- Connecting ---- */

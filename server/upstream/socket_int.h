@@ -49,6 +49,7 @@ struct mp_usock {
   bool reading;
   bool counted;         /* counted in its pool's open connections */
   bool stream_open;     /* the stream's handle needs closing */
+  bool timer_closing;   /* the record is on its way out */
   unsigned handles;     /* handles not yet closed (the stream, the timer) */
   mp_stream stream;
   uv_connect_t creq;

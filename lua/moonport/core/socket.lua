@@ -28,6 +28,7 @@ int mp_sock_keepalive(double handle, double idle_ms, int pool_size);
 int mp_sock_close(double handle);
 int mp_sock_reused(double handle);
 int mp_sock_option(double handle, int option, int value);
+int mp_sock_counts(int *in_use, int *idle);
 const char *mp_sock_strerror(int rc);
 ]]
 
@@ -410,6 +411,16 @@ function tcp:setoption(option, value)
   local rc = mp_sock_option(h, opt, v)
   if rc ~= 0 then return nil, strerror(rc) end
   return true
+end
+
+local counts_out = ffi.new("int[2]")
+
+--- The worker's outbound connections: `in_use` (held by requests) and
+-- `idle` (waiting in keep-alive pools).
+-- @usage local n = moonport.socket.stats().in_use
+function socket.stats()
+  C.mp_sock_counts(counts_out, counts_out + 1)
+  return { in_use = counts_out[0], idle = counts_out[1] }
 end
 
 return socket

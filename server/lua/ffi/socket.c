@@ -54,6 +54,14 @@ int mp_sock_option(double handle, int option, int value) {
   return mp_usock_option(handle, option, value);
 }
 
+int mp_sock_counts(int *in_use, int *idle) {
+  unsigned u, i;
+  mp_upstream_counts(&u, &i);
+  *in_use = (int)u;
+  *idle = (int)i;
+  return 0;
+}
+
 const char *mp_sock_strerror(int rc) {
   switch (rc) {
   case MP_TIMEOUT:
