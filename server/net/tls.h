@@ -80,7 +80,8 @@ void mp_tls_ctx_free(mp_tls_ctx *ctx);
 mp_tls *mp_tls_client_new(mp_tls_ctx *ctx, const mp_tls_opts *opts,
                           char *err, size_t errlen);
 /* Frees tls at once, sending nothing: queue a close_notify with
- * mp_tls_shutdown and send it first for a clean close. NULL is ignored. */
+ * mp_tls_shutdown and send it first for a clean close. Either way a
+ * session taken from an open tls stays resumable. NULL is ignored. */
 void mp_tls_free(mp_tls *tls);
 
 /* Hands in len bytes received from the network; they are copied. Returns
@@ -118,16 +119,16 @@ size_t mp_tls_pending(const mp_tls *tls);
 size_t mp_tls_take(mp_tls *tls, char *buf, size_t cap);
 
 /* Queues a close_notify (send it, then close the transport); the peer's
- * answer is not awaited. Returns 0, or MP_STATE when the handshake is not
- * done or has failed (nothing is queued; close the transport as is).
- * Calling it twice queues one alert. */
+ * answer is not awaited. Returns 0, MP_STATE when the handshake is not
+ * done or has failed (nothing is queued; close the transport as is), or
+ * UV_EPROTO should OpenSSL refuse. Calling it twice queues one alert. */
 int mp_tls_shutdown(mp_tls *tls);
 
-/* Why the last failing call failed, in OpenResty's words where it has
- * them: "certificate verify failed: <OpenSSL's verify message>" (e.g.
- * "certificate verify failed: self-signed certificate"), "certificate
- * host mismatch", "handshake failed", "read failed", "write failed".
- * NULL while nothing has failed. Valid until the next call on tls. */
+/* Why the session failed: "certificate verify failed: <OpenSSL's verify
+ * message>" (e.g. "certificate verify failed: self-signed certificate"),
+ * OpenResty's "certificate host mismatch" and "handshake failed", or
+ * "read failed", "write failed", "shutdown failed". NULL while nothing
+ * has failed. A static string or one inside tls, valid while tls is. */
 const char *mp_tls_error(const mp_tls *tls);
 /* OpenSSL's own reason for the last failure, for the log (e.g. "tlsv1
  * alert unknown ca", "wrong version number"), or NULL when it gave none. */
