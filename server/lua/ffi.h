@@ -182,6 +182,19 @@ int mp_sock_close(double handle);
 int mp_sock_reused(double handle);
 /* option: MP_STREAM_*. */
 int mp_sock_option(double handle, int option, int value);
+/* TLS over the connection: server_name (SNI and the name checked) or
+ * NULL, verify 0 or 1, a client certificate and key as PEM text or NULL.
+ * 0 (done, or a pooled connection already TLS with these settings),
+ * MP_AGAIN, UV_EPROTO with the reason in mp_sock_tls_error, MP_STATE when
+ * the connection is TLS with other settings. */
+int mp_sock_handshake(double handle, const char *server_name, int verify,
+                      const char *cert, size_t cert_len, const char *key,
+                      size_t key_len, double timeout_ms);
+/* Why the last handshake on handle failed, or "". Static until the next
+ * call. */
+const char *mp_sock_tls_error(double handle);
+/* 1 when the handshake resumed an earlier session, else 0; MP_CLOSED. */
+int mp_sock_tls_resumed(double handle);
 /* The worker's outbound connections: in use by requests, and idle in
  * pools. Returns 0. */
 int mp_sock_counts(int *in_use, int *idle);

@@ -105,6 +105,7 @@ void mp__kpool_free_all(void) {
   while (pools != NULL) {
     mp_kpool *p = pools;
     while (p->idle != NULL) mp__usock_retire(p->idle);
+    if (p->session != NULL) mp_tls_session_free(p->session);
     pools = p->next;
     free(p);
   }

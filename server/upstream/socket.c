@@ -57,7 +57,7 @@ static double handle_of(const mp_usock *s) {
   return (double)up.slots[s->slot].gen * (double)MAX_SLOTS + (double)s->slot;
 }
 
-static mp_usock *from_handle(double h) {
+mp_usock *mp__usock_from_handle(double h) {
   if (!(h >= 0) || h >= 9007199254740992.0) return NULL;
   uint64_t v = (uint64_t)h;
   uint32_t i = (uint32_t)(v & (MAX_SLOTS - 1));
@@ -167,8 +167,8 @@ static const mp_wait_ops waiting = {
 static void on_timeout(uv_timer_t *t);
 
 /* r waits on s's operation op, for at most timeout_ms (<= 0: no limit). */
-static int begin_op(mp_usock *s, mp_request *r, us_op op,
-                    double timeout_ms) {
+int mp__usock_begin_op(mp_usock *s, mp_request *r, us_op op,
+                       double timeout_ms) {
   int rc = mp_wait_begin(r, &waiting);
   if (rc != 0) return rc;
   s->op = op;
@@ -177,14 +177,18 @@ static int begin_op(mp_usock *s, mp_request *r, us_op op,
   link_busy(s);
   if (timeout_ms > 0) {
     if (timeout_ms > 9007199254740992.0) timeout_ms = 9007199254740992.0;
-    uv_timer_start(&s->timer, on_timeout, (uint64_t)timeout_ms, 0);
+    /* The loop's clock is the time its turn began and counts whole ms:
+     * brought up to date, and one ms more, the timer never fires before
+     * timeout_ms have passed. */
+    uv_update_time(up.srv->loop);
+    uv_timer_start(&s->timer, on_timeout, (uint64_t)timeout_ms + 1, 0);
   }
   return MP_AGAIN;
 }
 
 /* s's operation is over with result: its request goes on, at once from a
  * libuv callback (soon: from inside a Lua call). */
-static void end_op(mp_usock *s, int result, bool soon) {
+void mp__usock_end_op(mp_usock *s, int result, bool soon) {
   if (s->op == OP_NONE) return;
   s->op = OP_NONE;
   s->result = result;
@@ -197,6 +201,21 @@ static void end_op(mp_usock *s, int result, bool soon) {
     mp_wait_resume_soon(r);
   else
     mp_request_wake(r);
+}
+
+void mp__usock_fail_op(mp_usock *s, int result) {
+  mp_request *r = s->waiter;
+  bool waiting_op = s->op != OP_NONE;
+  if (waiting_op) {
+    s->waiter = NULL;
+    s->op = OP_NONE;
+    uv_timer_stop(&s->timer);
+    unlink_busy(s);
+  }
+  mp__usock_close(s, result);
+  if (!waiting_op) return;
+  s->result = result;
+  if (r != NULL && r->wait == &waiting) mp_request_wake(r);
 }
 
 /* r's wait ends without its operation (the client left): a read stops and
@@ -237,6 +256,7 @@ static void maybe_free(mp_usock *s) {
   mp_buf_release(&s->rbuf);
   mp_buf_release(&s->wbuf);
   mp_buf_release(&s->until);
+  mp__tls_free(s);
   free(s->host);
   free(s);
 }
@@ -272,7 +292,7 @@ void mp__usock_close(mp_usock *s, int reason) {
     }
   }
   if (was == US_OPEN) up.in_use--;
-  end_op(s, reason, true);
+  mp__usock_end_op(s, reason, true);
   uv_timer_stop(&s->timer);
   if (s->stream_open) {
     s->stream_open = false;
@@ -313,8 +333,9 @@ static void on_connected(mp_stream *st, int status) {
     return;
   }
   s->state = US_OPEN;
+  s->opened = true;
   up.in_use++;
-  end_op(s, 0, false);
+  mp__usock_end_op(s, 0, false);
 }
 
 static void connect_to(mp_usock *s, const struct sockaddr *addr) {
@@ -395,7 +416,7 @@ void mp__usock_unqueue(mp_usock *w, mp_usock *idle) {
   idle->op = OP_CONNECT;
   idle->waiter = waiter;
   link_busy(idle);
-  end_op(idle, 0, true);
+  mp__usock_end_op(idle, 0, true);
 }
 
 int mp_usock_connect(mp_request *r, const mp_usock_target *t, double *h) {
@@ -446,7 +467,7 @@ int mp_usock_connect(mp_request *r, const mp_usock_target *t, double *h) {
       mp__usock_retire(s);
       return MP_DECLINED;
     }
-    int rc = begin_op(s, r, OP_CONNECT, t->timeout_ms);
+    int rc = mp__usock_begin_op(s, r, OP_CONNECT, t->timeout_ms);
     if (rc != MP_AGAIN) {
       mp__usock_retire(s);
       return rc;
@@ -455,7 +476,7 @@ int mp_usock_connect(mp_request *r, const mp_usock_target *t, double *h) {
     mp__kpool_enqueue(p, s);
     return MP_AGAIN;
   }
-  int rc = begin_op(s, r, OP_CONNECT, t->timeout_ms);
+  int rc = mp__usock_begin_op(s, r, OP_CONNECT, t->timeout_ms);
   if (rc != MP_AGAIN) {
     mp__usock_retire(s);
     return rc;
@@ -465,12 +486,14 @@ int mp_usock_connect(mp_request *r, const mp_usock_target *t, double *h) {
 }
 
 int mp_usock_result(double h) {
-  mp_usock *s = from_handle(h);
+  mp_usock *s = mp__usock_from_handle(h);
   if (s == NULL) return MP_BAD_CONTEXT;
   int rc = s->result;
   s->result = 0;
-  /* A connect that failed leaves nothing for the handle to name. */
-  if (rc != 0 && s->state == US_CLOSED) mp__usock_retire(s);
+  /* A connect that failed leaves nothing for the handle to name; a
+   * connection that failed later keeps its handle (answering "closed",
+   * and why a handshake failed) until it is closed or its request ends. */
+  if (rc != 0 && s->state == US_CLOSED && !s->opened) mp__usock_retire(s);
   return rc;
 }
 
@@ -484,20 +507,14 @@ static void on_timeout(uv_timer_t *t) {
       mp_stream_read_stop(&s->stream);
       s->reading = false;
     }
-    end_op(s, MP_TIMEOUT, false);
+    mp__usock_end_op(s, MP_TIMEOUT, false);
     break;
   case OP_CONNECT:
-  case OP_WRITE: {
+  case OP_WRITE:
+  case OP_HANDSHAKE:
     /* The request learns of the timeout, not of the close it causes. */
-    mp_request *r = s->waiter;
-    s->waiter = NULL;
-    s->op = OP_NONE;
-    unlink_busy(s);
-    mp__usock_close(s, MP_TIMEOUT);
-    s->result = MP_TIMEOUT;
-    if (r != NULL && r->wait == &waiting) mp_request_wake(r);
+    mp__usock_fail_op(s, MP_TIMEOUT);
     break;
-  }
   case OP_NONE:
     if (s->state == US_IDLE) mp__usock_close(s, MP_CLOSED); /* idled out */
     break;
@@ -553,36 +570,44 @@ static bool satisfied(mp_usock *s) {
   return true;
 }
 
-static void on_alloc(mp_stream *st, size_t suggested, uv_buf_t *buf) {
+int mp__usock_room(mp_usock *s, size_t room) {
+  mp_buf *b = &s->rbuf;
+  if (s->rpos == b->len) {
+    b->len = s->rpos = s->scan = 0;
+  } else if (s->rpos > 0 && b->cap - b->len < room) {
+    memmove(b->data, b->data + s->rpos, b->len - s->rpos);
+    b->len -= s->rpos;
+    s->rpos = 0;
+  }
+  if (b->cap - b->len >= room) return 0;
+  if (b->len + room > up.srv->cfg->request_memory_limit) return MP_NOMEM;
+  mp_charge *was =
+      mp_charge_switch(s->waiter != NULL ? &s->waiter->charge : NULL);
+  int rc = mp_buf_reserve(b, room);
+  mp_charge_switch(was);
+  return rc;
+}
+
+void mp__usock_on_alloc(mp_stream *st, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   mp_usock *s = st->data;
   if (s->state == US_IDLE) {
     *buf = uv_buf_init(s->scrap, sizeof s->scrap);
     return;
   }
-  mp_buf *b = &s->rbuf;
-  if (s->rpos == b->len) {
-    b->len = s->rpos = s->scan = 0;
-  } else if (s->rpos > 0 && b->cap - b->len < READ_ROOM) {
-    memmove(b->data, b->data + s->rpos, b->len - s->rpos);
-    b->len -= s->rpos;
-    s->rpos = 0;
+  if (s->tls != NULL) {
+    *buf = uv_buf_init(s->cbuf, MP__CBUF_SIZE);
+    return;
   }
   size_t room = READ_ROOM;
   if (s->pattern == MP_RECV_SIZE && s->want > unread(s) &&
       s->want - unread(s) > room)
     room = s->want - unread(s);
-  size_t limit = up.srv->cfg->request_memory_limit;
-  mp_charge *was =
-      mp_charge_switch(s->waiter != NULL ? &s->waiter->charge : NULL);
-  int rc = b->len + room > limit && b->cap - b->len < room
-               ? MP_NOMEM
-               : mp_buf_reserve(b, room);
-  mp_charge_switch(was);
-  if (rc != 0) {
+  if (mp__usock_room(s, room) != 0) {
     *buf = uv_buf_init(NULL, 0); /* libuv answers UV_ENOBUFS */
     return;
   }
+  mp_buf *b = &s->rbuf;
   *buf = uv_buf_init(b->data + b->len, (unsigned)(b->cap - b->len));
 }
 
@@ -593,7 +618,7 @@ static void stop_reading(mp_usock *s) {
   }
 }
 
-static void on_read(mp_stream *st, ssize_t nread, const uv_buf_t *buf) {
+void mp__usock_on_read(mp_stream *st, ssize_t nread, const uv_buf_t *buf) {
   (void)buf;
   mp_usock *s = st->data;
   if (s->state == US_IDLE) {
@@ -602,7 +627,10 @@ static void on_read(mp_stream *st, ssize_t nread, const uv_buf_t *buf) {
     return;
   }
   if (nread == 0) return;
-  if (nread > 0) {
+  if (s->tls != NULL) {
+    mp__tls_on_read(s, nread);
+    if (s->op == OP_HANDSHAKE || s->state != US_OPEN) return;
+  } else if (nread > 0) {
     s->rbuf.len += (size_t)nread;
   } else if (nread == UV_EOF) {
     s->eof = true;
@@ -611,8 +639,8 @@ static void on_read(mp_stream *st, ssize_t nread, const uv_buf_t *buf) {
   }
   if (s->op == OP_READ && satisfied(s)) {
     stop_reading(s);
-    end_op(s, 0, false);
-  } else if (nread < 0) {
+    mp__usock_end_op(s, 0, false);
+  } else if (s->eof || s->rerr != 0) {
     stop_reading(s);
   }
 }
@@ -714,7 +742,7 @@ int mp_usock_receive(mp_request *r, double h, int pattern, size_t want,
                      double timeout_ms, const char **out, size_t *len) {
   *len = 0;
   *out = "";
-  mp_usock *s = from_handle(h);
+  mp_usock *s = mp__usock_from_handle(h);
   if (s == NULL) return MP_CLOSED;
   if (s->state != US_OPEN) {
     if (s->state == US_CLOSED && unread(s) > 0) { /* what came before */
@@ -740,12 +768,13 @@ int mp_usock_receive(mp_request *r, double h, int pattern, size_t want,
     return MP_TIMEOUT;
   }
   s->result = 0;
+  if (s->tls != NULL) mp__tls_drain(s);
   int rc = take(s, pattern, want, inclusive, out, len);
   if (rc != MP_AGAIN) return rc < 0 && rc != MP_DECLINED ? failed(s, rc) : rc;
-  rc = begin_op(s, r, OP_READ, timeout_ms);
+  rc = mp__usock_begin_op(s, r, OP_READ, timeout_ms);
   if (rc != MP_AGAIN) return rc;
   if (!s->reading) {
-    int st = mp_stream_read_start(&s->stream, on_alloc, on_read);
+    int st = mp_stream_read_start(&s->stream, mp__usock_on_alloc, mp__usock_on_read);
     if (st != 0) {
       s->op = OP_NONE;
       s->waiter = NULL;
@@ -766,26 +795,20 @@ static void on_written(uv_write_t *req, int status) {
   s->wbuf.len = 0;
   if (s->state != US_OPEN || s->op != OP_WRITE) return;
   if (status != 0) {
-    mp_request *r = s->waiter;
-    s->waiter = NULL;
-    s->op = OP_NONE;
-    unlink_busy(s);
-    uv_timer_stop(&s->timer);
-    mp__usock_close(s, status);
-    s->result = status;
-    if (r != NULL && r->wait == &waiting) mp_request_wake(r);
+    mp__usock_fail_op(s, status);
     return;
   }
-  end_op(s, 0, false);
+  mp__usock_end_op(s, 0, false);
 }
 
 int mp_usock_send(mp_request *r, double h, const char *data, size_t len,
                   double timeout_ms) {
-  mp_usock *s = from_handle(h);
+  mp_usock *s = mp__usock_from_handle(h);
   if (s == NULL || s->state != US_OPEN) return MP_CLOSED;
   if (r == NULL) return MP_BAD_CONTEXT;
   if (s->op != OP_NONE) return MP_STATE;
   s->result = 0;
+  if (s->tls != NULL) return mp__tls_send(s, r, data, len, timeout_ms);
   uv_buf_t buf = uv_buf_init((char *)data, (unsigned)len);
   int n = len > 0 ? mp_stream_try_write(&s->stream, &buf, 1) : 0;
   if (n == UV_EAGAIN || n == UV_ENOSYS) n = 0;
@@ -797,7 +820,7 @@ int mp_usock_send(mp_request *r, double h, const char *data, size_t len,
   s->wbuf.len = 0;
   if (mp_buf_append(&s->wbuf, data + n, len - (size_t)n) != 0)
     return MP_NOMEM;
-  int rc = begin_op(s, r, OP_WRITE, timeout_ms);
+  int rc = mp__usock_begin_op(s, r, OP_WRITE, timeout_ms);
   if (rc != MP_AGAIN) return rc;
   s->wreq.data = s;
   buf = uv_buf_init(s->wbuf.data, (unsigned)s->wbuf.len);
@@ -817,14 +840,16 @@ int mp_usock_send(mp_request *r, double h, const char *data, size_t len,
 /* ---- Keep-alive, close, options ---- */
 
 int mp_usock_keepalive(double h, double idle_ms, int pool_size) {
-  mp_usock *s = from_handle(h);
+  mp_usock *s = mp__usock_from_handle(h);
   if (s == NULL) return MP_CLOSED;
   if (s->state != US_OPEN || s->eof || s->rerr != 0) {
     mp__usock_retire(s);
     return MP_CLOSED;
   }
   if (s->op != OP_NONE) return MP_STATE;
+  if (s->tls != NULL) mp__tls_drain(s);
   if (unread(s) > 0) return MP_DECLINED;
+  if (s->writes > 0) return MP_STATE;
   mp_kpool *p = s->pool;
   if (p == NULL) {
     mp__usock_retire(s);
@@ -834,6 +859,7 @@ int mp_usock_keepalive(double h, double idle_ms, int pool_size) {
     p->size = pool_size > 0 ? (unsigned)pool_size : MP__POOL_SIZE;
     p->sized = true;
   }
+  if (s->tls != NULL) mp__tls_keep_session(s);
   drop_handle(s);
   mp_buf_release(&s->rbuf);
   mp_buf_release(&s->wbuf);
@@ -847,7 +873,7 @@ int mp_usock_keepalive(double h, double idle_ms, int pool_size) {
     uv_timer_start(&s->timer, on_timeout, (uint64_t)idle_ms, 0);
   }
   /* Watch it: a close or stray bytes from the server drop it. */
-  if (mp_stream_read_start(&s->stream, on_alloc, on_read) == 0)
+  if (mp_stream_read_start(&s->stream, mp__usock_on_alloc, mp__usock_on_read) == 0)
     s->reading = true;
   mp__kpool_put(p, s);
   if (s->state == US_IDLE) mp__kpool_dispatch(p);
@@ -855,7 +881,7 @@ int mp_usock_keepalive(double h, double idle_ms, int pool_size) {
 }
 
 int mp_usock_close(double h) {
-  mp_usock *s = from_handle(h);
+  mp_usock *s = mp__usock_from_handle(h);
   if (s == NULL) return MP_CLOSED;
   bool was_open = s->state == US_OPEN;
   mp__usock_retire(s);
@@ -863,13 +889,13 @@ int mp_usock_close(double h) {
 }
 
 int mp_usock_reused(double h) {
-  mp_usock *s = from_handle(h);
+  mp_usock *s = mp__usock_from_handle(h);
   if (s == NULL || s->state != US_OPEN) return MP_CLOSED;
   return (int)s->reused;
 }
 
 int mp_usock_option(double h, int option, int value) {
-  mp_usock *s = from_handle(h);
+  mp_usock *s = mp__usock_from_handle(h);
   if (s == NULL || s->state != US_OPEN) return MP_CLOSED;
   return mp_stream_option(&s->stream, option, value);
 }
@@ -901,6 +927,7 @@ void mp_upstream_close(void) {
   for (uint32_t i = 0; i < up.nslots; i++)
     if (up.slots[i].sock != NULL) mp__usock_retire(up.slots[i].sock);
   mp__kpool_free_all(); /* and the sockets idle in them */
+  mp__tls_close();
   mp_dns_free(up.dns);
   up.dns = NULL;
   free(up.slots);

@@ -110,6 +110,28 @@ int mp_usock_close(double handle);
  * one), or MP_CLOSED. */
 int mp_usock_reused(double handle);
 
+/* Client TLS settings for mp_usock_handshake. */
+typedef struct mp_usock_tls {
+  const char *server_name; /* SNI and the name checked, or NULL */
+  bool verify;             /* check the chain and the name */
+  const char *cert_pem, *key_pem; /* a client certificate, or NULL */
+  size_t cert_len, key_len;
+} mp_usock_tls;
+
+/* TLS over the connection (--tls-ca or the system store verifies), with
+ * the pool's newest session offered for resumption. 0 when it is already
+ * TLS with these settings (a pooled connection) or the handshake ended
+ * at once; MP_AGAIN (wait, then mp_usock_result); UV_EPROTO with the
+ * reason in mp_usock_tls_error; MP_STATE when the connection is TLS with
+ * other settings. */
+int mp_usock_handshake(mp_request *r, double handle, const mp_usock_tls *t,
+                       double timeout_ms);
+/* Why the last handshake on handle failed ("certificate verify failed:
+ * self-signed certificate", "certificate host mismatch"...), or "". */
+const char *mp_usock_tls_error(double handle);
+/* Whether the handshake resumed an earlier session: 1, 0, or MP_CLOSED. */
+int mp_usock_tls_resumed(double handle);
+
 /* Sets a socket option (net/stream.h's MP_STREAM_*). */
 int mp_usock_option(double handle, int option, int value);
 

@@ -14,6 +14,7 @@
 #include "pool.h"
 #include "socket.h"
 #include "stream.h"
+#include "tls.h"
 
 #define MP__NO_SLOT UINT32_MAX
 /* Idle connections a pool keeps when nothing said how many
@@ -33,7 +34,7 @@ typedef enum {
   US_CLOSED      /* closed or closing */
 } us_state;
 
-typedef enum { OP_NONE, OP_CONNECT, OP_READ, OP_WRITE } us_op;
+typedef enum { OP_NONE, OP_CONNECT, OP_READ, OP_WRITE, OP_HANDSHAKE } us_op;
 
 struct mp_usock {
   uint32_t slot;        /* the slot its handle names, or MP__NO_SLOT */
@@ -50,6 +51,7 @@ struct mp_usock {
   bool counted;         /* counted in its pool's open connections */
   bool stream_open;     /* the stream's handle needs closing */
   bool timer_closing;   /* the record is on its way out */
+  bool opened;          /* it was connected once */
   unsigned handles;     /* handles not yet closed (the stream, the timer) */
   mp_stream stream;
   uv_connect_t creq;
@@ -70,10 +72,20 @@ struct mp_usock {
   bool unix_path;
   char *host;           /* the host name, or the socket's path */
   char scrap[64];       /* where an idle connection's stray bytes go */
+
+  /* TLS (secure.c), once sslhandshake began; NULL for plain TCP. */
+  mp_tls *tls;
+  bool tls_done;        /* the handshake is over */
+  bool tls_verify;      /* the settings it was made with */
+  char *tls_name;
+  char *cbuf;           /* ciphertext read from the network */
+  unsigned writes;      /* ciphertext writes in flight */
+  char tls_error[160];  /* why the handshake failed */
 };
 
 struct mp_kpool {
   mp_kpool *next;
+  mp_tls_session *session; /* the newest TLS session of the pool's server */
   unsigned size;      /* idle connections kept */
   bool sized;         /* size was given (by connect or setkeepalive) */
   int backlog;        /* -1: open connections not capped */
@@ -112,5 +124,41 @@ void mp__usock_retire(mp_usock *s);
 /* A waiting connect goes on: with idle (taking its place and handle), or
  * opening a connection of its own when idle is NULL. */
 void mp__usock_unqueue(mp_usock *waiter, mp_usock *idle);
+
+/* The ciphertext read buffer of a TLS connection: a record and more. */
+#define MP__CBUF_SIZE (17 * 1024)
+
+/* socket.c, for secure.c */
+/* The socket a handle names, or NULL when it is stale. */
+mp_usock *mp__usock_from_handle(double handle);
+/* r waits on s's operation op (timeout_ms <= 0: no limit); MP_AGAIN. */
+int mp__usock_begin_op(mp_usock *s, mp_request *r, us_op op, double timeout_ms);
+/* s's operation is over with result; soon: from inside a Lua call. */
+void mp__usock_end_op(mp_usock *s, int result, bool soon);
+/* An operation ends in failure: the connection closes, and the request
+ * waiting learns result. */
+void mp__usock_fail_op(mp_usock *s, int result);
+void mp__usock_on_alloc(mp_stream *st, size_t suggested, uv_buf_t *buf);
+void mp__usock_on_read(mp_stream *st, ssize_t nread, const uv_buf_t *buf);
+/* Makes room for n plaintext bytes in the read buffer, charged to the
+ * request waiting. Returns 0 or MP_NOMEM. */
+int mp__usock_room(mp_usock *s, size_t n);
+
+/* secure.c */
+/* The network bytes of a TLS connection arrived (nread as libuv's). */
+void mp__tls_on_read(mp_usock *s, ssize_t nread);
+/* Moves plaintext the session holds into the read buffer. Returns 0,
+ * or an end (the peer's close_notify: s->eof; UV_EPROTO: s->rerr). */
+void mp__tls_drain(mp_usock *s);
+/* Sends len plaintext bytes: 0 when all went to the kernel, MP_AGAIN when
+ * writes are in flight (r waits), or an error. */
+int mp__tls_send(mp_usock *s, mp_request *r, const char *data, size_t len,
+                 double timeout_ms);
+/* Keeps the session of s's TLS connection for the next connection of its
+ * pool. */
+void mp__tls_keep_session(mp_usock *s);
+void mp__tls_free(mp_usock *s);
+/* The worker's TLS context, made on first use; frees it at shutdown. */
+void mp__tls_close(void);
 
 #endif

@@ -253,6 +253,99 @@ function process.start(app_path, extra_args, opts)
   return self
 end
 
+-- Another program the specs run beside moonport (a real upstream: a TLS
+-- server, redis-server, memcached), its output in a scratch file.
+local Program = {}
+Program.__index = Program
+
+--- Starts `argv` (argv[1] is looked up on PATH) with stdout and stderr in a
+-- scratch file and stdin from /dev/null. Returns an object with `.pid`,
+-- `:output()` and `:stop()`; the caller makes sure `stop` runs.
+function process.spawn(argv)
+  local path, fd = open_tmp()
+  local null = open_devnull()
+  local pid = assert(unistd.fork())
+  if pid == 0 then
+    pcall(function()
+      unistd.dup2(null, 0)
+      unistd.dup2(fd, 1)
+      unistd.dup2(fd, 2)
+      close_inherited({})
+      signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+      signal.signal(signal.SIGINT, signal.SIG_DFL)
+      signal.signal(signal.SIGTERM, signal.SIG_DFL)
+      unistd.chdir(process.root)
+      local args = {}
+      for i = 2, #argv do args[i - 1] = argv[i] end
+      args[0] = argv[1]
+      unistd.execp(argv[1], args)
+      io.stderr:write("exec ", argv[1], " failed\n")
+    end)
+    unistd._exit(127)
+  end
+  unistd.close(fd)
+  unistd.close(null)
+  return setmetatable({ pid = pid, path = path, name = argv[1] }, Program)
+end
+
+--- What the program has written so far.
+function Program:output()
+  return read_file(self.path)
+end
+
+--- Whether the program still runs.
+function Program:alive()
+  if self.status then return false end
+  local wpid, reason, status = wait.wait(self.pid, wait.WNOHANG)
+  if wpid == self.pid then
+    self.status = describe_status(reason, status)
+    return false
+  end
+  return true
+end
+
+--- Stops the program: SIGTERM, then SIGKILL after 5 s. Returns its exit
+-- status. Safe to call twice.
+function Program:stop()
+  if not self.status then
+    signal.kill(self.pid, signal.SIGTERM)
+    local code = wait_until(self.pid, process.now() + 5)
+    if code == nil then
+      signal.kill(self.pid, signal.SIGKILL)
+      code = wait_until(self.pid, process.now() + 5)
+    end
+    self.status = code
+    os.remove(self.path)
+  end
+  return self.status
+end
+
+--- A free TCP port on 127.0.0.1 (bound, then let go), for programs that
+-- cannot pick their own.
+function process.free_port()
+  local s = assert(socket.bind("127.0.0.1", 0))
+  local _, port = s:getsockname()
+  s:close()
+  return tonumber(port)
+end
+
+--- Waits until something accepts TCP connections on 127.0.0.1:port, or
+-- raises after `timeout` seconds (default 10) naming `program`'s output.
+function process.wait_port(port, timeout, program)
+  local deadline = process.now() + (timeout or 10)
+  repeat
+    local c = socket.tcp()
+    c:settimeout(0.2)
+    local ok = c:connect("127.0.0.1", port)
+    c:close()
+    if ok then return true end
+    if program and not program:alive() then break end
+    process.nap(0.02)
+  until process.now() >= deadline
+  error(("nothing listens on port %d%s"):format(port,
+    program and (": " .. program.name .. " said: " .. shorten(program:output(), 600)) or ""), 2)
+end
+
 --- The pids of the processes whose parent is `pid`, sorted.
 function process.children(pid)
   local found = {}

@@ -123,4 +123,34 @@ function support.start(app, args, opts)
   return server
 end
 
+--- Another program (a real upstream: an openssl s_server, redis-server,
+-- memcached) for the enclosing describe block: `argv_fn()` gives its
+-- command line when the block starts (so it can pick ports and write
+-- files first), `ready(program)` waits until it serves (process.wait_port
+-- fits most). Stopped in the block's teardown. Returns a handle whose
+-- fields are the program's once it runs.
+function support.program(argv_fn, ready)
+  local program
+  local handle = setmetatable({}, {
+    __index = function(_, key)
+      if program == nil then error("the program is not running", 2) end
+      local v = program[key]
+      if type(v) == "function" then
+        return function(self, ...) return v(program, ...) end
+      end
+      return v
+    end,
+  })
+  busted.setup(function()
+    program = process.spawn(argv_fn())
+    if ready then ready(program) end
+  end)
+  busted.teardown(function()
+    local p = program
+    program = nil
+    if p then p:stop() end
+  end)
+  return handle
+end
+
 return support

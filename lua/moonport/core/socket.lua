@@ -28,6 +28,11 @@ int mp_sock_keepalive(double handle, double idle_ms, int pool_size);
 int mp_sock_close(double handle);
 int mp_sock_reused(double handle);
 int mp_sock_option(double handle, int option, int value);
+int mp_sock_handshake(double handle, const char *server_name, int verify,
+                      const char *cert, size_t cert_len, const char *key,
+                      size_t key_len, double timeout_ms);
+const char *mp_sock_tls_error(double handle);
+int mp_sock_tls_resumed(double handle);
 int mp_sock_counts(int *in_use, int *idle);
 const char *mp_sock_strerror(int rc);
 ]]
@@ -39,9 +44,12 @@ local mp_sock_receive, mp_sock_send = C.mp_sock_receive, C.mp_sock_send
 local mp_sock_keepalive, mp_sock_close = C.mp_sock_keepalive, C.mp_sock_close
 local mp_sock_reused, mp_sock_option = C.mp_sock_reused, C.mp_sock_option
 local mp_sock_strerror = C.mp_sock_strerror
+local mp_sock_handshake, mp_sock_tls_error = C.mp_sock_handshake, C.mp_sock_tls_error
+local mp_sock_tls_resumed = C.mp_sock_tls_resumed
 
 local MP_AGAIN, MP_DECLINED = C.MP_AGAIN, C.MP_DECLINED
 local MP_STATE, MP_BAD_CONTEXT = C.MP_STATE, C.MP_BAD_CONTEXT
+local MP_TIMEOUT = C.MP_TIMEOUT
 local RECV_SIZE, RECV_LINE, RECV_ALL = C.MP_RECV_SIZE, C.MP_RECV_LINE, C.MP_RECV_ALL
 local RECV_ANY, RECV_UNTIL = C.MP_RECV_ANY, C.MP_RECV_UNTIL
 
@@ -360,6 +368,66 @@ function tcp:setkeepalive(max_idle_ms, pool_size)
   if rc == MP_STATE then return nil, "socket busy" end
   self.h = nil
   return nil, "closed"
+end
+
+--- Sets the client certificate and key (PEM text, the certificate first
+-- and its chain after) the next sslhandshake offers to servers that ask
+-- for one.
+-- @usage sock:setclientcert(io.open("client.pem"):read("*a"), io.open("client.key"):read("*a"))
+function tcp:setclientcert(cert, key)
+  check(self, "setclientcert")
+  if (cert == nil) ~= (key == nil) then
+    error("setclientcert: give both the certificate and the key, or neither", 2)
+  end
+  if cert ~= nil and (type(cert) ~= "string" or type(key) ~= "string") then
+    error("setclientcert: the certificate and the key must be PEM strings", 2)
+  end
+  self.cert, self.key = cert, key
+  return true
+end
+
+--- TLS over the connection: server_name is sent as SNI and, with
+-- ssl_verify (true unless false is given), checked against the
+-- certificate, whose chain is verified against --tls-ca or the system
+-- store. Sessions are resumed per pool on their own; reused_session is
+-- accepted for OpenResty's signature and otherwise ignored. opts may give
+-- client_cert and client_priv_key (PEM text), as setclientcert does. On a
+-- pooled connection that is already TLS with the same settings it
+-- returns at once. Returns a session object (true when reused_session is
+-- false), or nil and an error: "certificate verify failed: <reason>",
+-- "certificate host mismatch", "handshake failed", "timeout", "closed".
+-- @usage local ok, err = sock:sslhandshake(false, "example.com")
+function tcp:sslhandshake(reused_session, server_name, ssl_verify, send_status_req, opts)
+  check(self, "sslhandshake")
+  if server_name ~= nil and type(server_name) ~= "string" then
+    error("sslhandshake: server_name must be a string", 2)
+  end
+  local cert, key = self.cert, self.key
+  if opts ~= nil then
+    if type(opts) ~= "table" then error("sslhandshake: opts must be a table", 2) end
+    cert = opts.client_cert or cert
+    key = opts.client_priv_key or key
+  end
+  local h = self.h
+  if h == nil then return nil, "closed" end
+  local rc = mp_sock_handshake(h, server_name, ssl_verify == false and 0 or 1,
+                               cert, cert and #cert or 0, key, key and #key or 0,
+                               self.ct)
+  if rc == MP_AGAIN then
+    rc = outcome(h)
+    if rc == nil then return nil, "closed" end
+  end
+  if rc == MP_BAD_CONTEXT then not_serving("sslhandshake") end
+  if rc == MP_STATE then
+    return nil, "connection is already TLS with other settings (use another pool)"
+  end
+  if rc ~= 0 then
+    local why = ffi_string(mp_sock_tls_error(h))
+    if why == "" or rc == MP_TIMEOUT then why = strerror(rc) end
+    return nil, why
+  end
+  if reused_session == false then return true end
+  return { resumed = mp_sock_tls_resumed(h) == 1 }
 end
 
 --- How many times the connection was taken from its pool (0 when it is

@@ -54,6 +54,26 @@ int mp_sock_option(double handle, int option, int value) {
   return mp_usock_option(handle, option, value);
 }
 
+int mp_sock_handshake(double handle, const char *server_name, int verify,
+                      const char *cert, size_t cert_len, const char *key,
+                      size_t key_len, double timeout_ms) {
+  mp_usock_tls t = {.server_name = server_name,
+                    .verify = verify != 0,
+                    .cert_pem = cert,
+                    .cert_len = cert_len,
+                    .key_pem = key,
+                    .key_len = key_len};
+  return mp_usock_handshake(mp_request_current(), handle, &t, timeout_ms);
+}
+
+const char *mp_sock_tls_error(double handle) {
+  return mp_usock_tls_error(handle);
+}
+
+int mp_sock_tls_resumed(double handle) {
+  return mp_usock_tls_resumed(handle);
+}
+
 int mp_sock_counts(int *in_use, int *idle) {
   unsigned u, i;
   mp_upstream_counts(&u, &i);
