@@ -195,6 +195,15 @@ int mp_sock_handshake(double handle, const char *server_name, int verify,
 const char *mp_sock_tls_error(double handle);
 /* 1 when the handshake resumed an earlier session, else 0; MP_CLOSED. */
 int mp_sock_tls_resumed(double handle);
+/* Datagram sockets (moonport.socket.udp): host "unix:/path" for a
+ * Unix-domain one. MP_AGAIN with *handle set: wait, then mp_sock_result. */
+int mp_udp_open(const char *host, int port, double timeout_ms,
+                double *handle);
+int mp_udp_send(double handle, const char *data, size_t len);
+/* The next datagram (at most max bytes): 0, MP_AGAIN (wait, ask again),
+ * MP_TIMEOUT or an error. Close with mp_sock_close. */
+int mp_udp_receive(double handle, size_t max, double timeout_ms,
+                   const char **out, size_t *len);
 /* The worker's outbound connections: in use by requests, and idle in
  * pools. Returns 0. */
 int mp_sock_counts(int *in_use, int *idle);

@@ -231,10 +231,7 @@ static void abandon_op(mp_request *r) {
   uv_timer_stop(&s->timer);
   unlink_busy(s);
   if (op == OP_READ) {
-    if (s->reading) {
-      mp_stream_read_stop(&s->stream);
-      s->reading = false;
-    }
+    stop_reading(s);
   } else {
     mp__usock_close(s, MP_CLOSED);
   }
@@ -242,14 +239,14 @@ static void abandon_op(mp_request *r) {
 
 /* ---- Records ---- */
 
-static void on_handle_closed(mp_usock *s) {
+void mp__usock_handle_closed(mp_usock *s) {
   s->handles--;
   maybe_free(s);
 }
 
-static void on_timer_closed(uv_handle_t *h) { on_handle_closed(h->data); }
+static void on_timer_closed(uv_handle_t *h) { mp__usock_handle_closed(h->data); }
 
-static void on_stream_closed(mp_stream *st) { on_handle_closed(st->data); }
+static void on_stream_closed(mp_stream *st) { mp__usock_handle_closed(st->data); }
 
 static void maybe_free(mp_usock *s) {
   if (s->handles > 0 || s->slot != MP__NO_SLOT) return;
@@ -299,6 +296,7 @@ void mp__usock_close(mp_usock *s, int reason) {
     s->reading = false;
     mp_stream_close(&s->stream, false, on_stream_closed);
   }
+  if (s->udp_open) mp__udp_close(s);
   if (s->counted && p != NULL) {
     s->counted = false;
     p->open--;
@@ -332,13 +330,29 @@ static void on_connected(mp_stream *st, int status) {
     mp__usock_close(s, status);
     return;
   }
-  s->state = US_OPEN;
-  s->opened = true;
-  up.in_use++;
+  mp__usock_opened(s);
   mp__usock_end_op(s, 0, false);
 }
 
+void mp__usock_opened(mp_usock *s) {
+  s->state = US_OPEN;
+  s->opened = true;
+  up.in_use++;
+}
+
 static void connect_to(mp_usock *s, const struct sockaddr *addr) {
+  if (s->udp) {
+    int rc = mp__udp_connect(s, addr);
+    if (rc != 0) {
+      mp__usock_close(s, rc);
+      return;
+    }
+    mp__usock_opened(s);
+    /* Setting a datagram socket's peer is over at once, maybe inside the
+     * Lua call that asked for it. */
+    mp__usock_end_op(s, 0, true);
+    return;
+  }
   s->state = US_CONNECTING;
   s->stream_open = true;
   s->handles++;
@@ -363,7 +377,7 @@ static void on_resolved(void *ud, int status, const struct sockaddr *addr) {
 }
 
 /* s (its op a connect) opens a connection of its own. */
-static void open_new(mp_usock *s) {
+void mp__usock_open(mp_usock *s) {
   if (s->pool != NULL) {
     s->counted = true;
     s->pool->open++;
@@ -395,7 +409,7 @@ static void activate(mp_usock *idle, mp_request *owner) {
 
 void mp__usock_unqueue(mp_usock *w, mp_usock *idle) {
   if (idle == NULL) {
-    open_new(w);
+    mp__usock_open(w);
     return;
   }
   mp_request *waiter = w->waiter;
@@ -417,6 +431,18 @@ void mp__usock_unqueue(mp_usock *w, mp_usock *idle) {
   idle->waiter = waiter;
   link_busy(idle);
   mp__usock_end_op(idle, 0, true);
+}
+
+mp_usock *mp__usock_new(mp_request *r, double *h) {
+  mp_usock *s = new_record();
+  if (s == NULL) return NULL;
+  if (take_slot(s) != 0) {
+    mp__usock_retire(s);
+    return NULL;
+  }
+  link_owner(s, r);
+  *h = handle_of(s);
+  return s;
 }
 
 int mp_usock_connect(mp_request *r, const mp_usock_target *t, double *h) {
@@ -445,15 +471,9 @@ int mp_usock_connect(mp_request *r, const mp_usock_target *t, double *h) {
     *h = handle_of(idle);
     return 0;
   }
-  mp_usock *s = new_record();
+  mp_usock *s = mp__usock_new(r, h);
   if (s == NULL) return MP_NOMEM;
-  if (take_slot(s) != 0) {
-    mp__usock_retire(s);
-    return MP_NOMEM;
-  }
-  link_owner(s, r);
   s->pool = p;
-  *h = handle_of(s);
   const char *host = unix_path ? t->host + 5 : t->host;
   s->host = strdup(host);
   if (s->host == NULL) {
@@ -481,7 +501,7 @@ int mp_usock_connect(mp_request *r, const mp_usock_target *t, double *h) {
     mp__usock_retire(s);
     return rc;
   }
-  open_new(s);
+  mp__usock_open(s);
   return MP_AGAIN;
 }
 
@@ -503,10 +523,7 @@ static void on_timeout(uv_timer_t *t) {
   mp_usock *s = t->data;
   switch (s->op) {
   case OP_READ:
-    if (s->reading) {
-      mp_stream_read_stop(&s->stream);
-      s->reading = false;
-    }
+    stop_reading(s);
     mp__usock_end_op(s, MP_TIMEOUT, false);
     break;
   case OP_CONNECT:
@@ -612,10 +629,12 @@ void mp__usock_on_alloc(mp_stream *st, size_t suggested, uv_buf_t *buf) {
 }
 
 static void stop_reading(mp_usock *s) {
-  if (s->reading) {
+  if (!s->reading) return;
+  if (s->udp)
+    uv_udp_recv_stop(&s->dgram_handle);
+  else
     mp_stream_read_stop(&s->stream);
-    s->reading = false;
-  }
+  s->reading = false;
 }
 
 void mp__usock_on_read(mp_stream *st, ssize_t nread, const uv_buf_t *buf) {

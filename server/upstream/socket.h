@@ -132,6 +132,21 @@ const char *mp_usock_tls_error(double handle);
 /* Whether the handshake resumed an earlier session: 1, 0, or MP_CLOSED. */
 int mp_usock_tls_resumed(double handle);
 
+/* Datagram sockets (udp.c), named by handles as stream sockets are. */
+
+/* A UDP socket whose peer is host:port (resolved as connect does), or a
+ * Unix-domain datagram socket for "unix:/path". MP_AGAIN: wait, then
+ * mp_usock_result; *handle is set. */
+int mp_usock_udp_open(mp_request *r, const char *host, int port,
+                      double timeout_ms, double *handle);
+/* Sends one datagram: 0, or an error (UV_EMSGSIZE when too large). */
+int mp_usock_udp_send(double handle, const char *data, size_t len);
+/* The next datagram, at most max bytes of it (the rest is dropped): 0
+ * with it in *out, *len; MP_AGAIN (wait, then ask again); MP_TIMEOUT; an
+ * error (UV_ECONNREFUSED when a port answered that nothing listens). */
+int mp_usock_udp_receive(mp_request *r, double handle, size_t max,
+                         double timeout_ms, const char **out, size_t *len);
+
 /* Sets a socket option (net/stream.h's MP_STREAM_*). */
 int mp_usock_option(double handle, int option, int value);
 

@@ -54,6 +54,10 @@ struct mp_usock {
   bool opened;          /* it was connected once */
   unsigned handles;     /* handles not yet closed (the stream, the timer) */
   mp_stream stream;
+  bool udp;             /* a datagram socket (udp.c): udp, not stream */
+  bool udp_open;        /* its handle needs closing */
+  bool dgram;           /* a datagram waits in the read buffer */
+  uv_udp_t dgram_handle;
   uv_connect_t creq;
   uv_write_t wreq;
   uv_timer_t timer;     /* the operation's deadline; the idle limit */
@@ -143,6 +147,23 @@ void mp__usock_on_read(mp_stream *st, ssize_t nread, const uv_buf_t *buf);
 /* Makes room for n plaintext bytes in the read buffer, charged to the
  * request waiting. Returns 0 or MP_NOMEM. */
 int mp__usock_room(mp_usock *s, size_t n);
+
+/* udp.c */
+/* Opens s's datagram socket towards addr (or its unix: path). Returns 0
+ * or a negative code. */
+int mp__udp_connect(mp_usock *s, const struct sockaddr *addr);
+void mp__udp_close(mp_usock *s);
+/* One of s's libuv handles has closed. */
+void mp__usock_handle_closed(mp_usock *s);
+
+/* socket.c, for udp.c */
+/* A new record with a handle, held by r. NULL when out of memory. */
+mp_usock *mp__usock_new(mp_request *r, double *handle);
+/* The record's socket is open now (a connected datagram socket). */
+void mp__usock_opened(mp_usock *s);
+/* Starts resolving s's host and then connecting (or, for a datagram
+ * socket, setting its peer); s's operation is a connect. */
+void mp__usock_open(mp_usock *s);
 
 /* secure.c */
 /* The network bytes of a TLS connection arrived (nread as libuv's). */

@@ -178,6 +178,56 @@ describe("moonport.socket.tcp", function()
   end)
 end)
 
+describe("moonport.socket.udp", function()
+  local process = require("spec.support.process")
+  local udp_port
+  -- memcached answers its UDP protocol: a real datagram peer.
+  local memcached = support.program(function()
+    udp_port = process.free_port()
+    return { "memcached", "-l", "127.0.0.1", "-U", tostring(udp_port), "-p", "0", "-u", "root" }
+  end, function(p)
+    assert.truthy(helpers.eventually(function() return p:alive() end, 1))
+  end)
+  local server = support.serve(FIXTURE)
+
+  it("sends a datagram and receives the answer", function()
+    local r
+    -- memcached may not be bound yet: a datagram before that is refused.
+    helpers.eventually(function()
+      r = get(server, "/udp?port=" .. udp_port)
+      return r.text ~= nil
+    end)
+    assert.is_true(r.header)
+    assert.matches("^VERSION %d", r.text)
+  end)
+
+  it("times a receive out when nothing answers", function()
+    local r = get(server, "/udp?port=" .. udp_port .. "&command=delete+k+noreply&timeout=200")
+    -- memcached answers nothing to a command sent with noreply.
+    assert.same({ step = "receive", err = "timeout" }, r)
+  end)
+
+  it("answers connection refused from a closed port", function()
+    local r = get(server, "/udp?port=" .. closed_port())
+    assert.same({ step = "receive", err = "connection refused" }, r)
+  end)
+
+  it("sends to a Unix-domain datagram socket", function()
+    local unix = require("socket.unix")
+    local dir = helpers.scratch_dir()
+    local path = dir .. "/log.sock"
+    local listener = assert(unix.dgram())
+    assert(listener:bind(path))
+    listener:settimeout(5)
+    local r = get(server, "/udp?noreply=1&command=hello&host=unix:" .. path)
+    local got = listener:receive()
+    listener:close()
+    helpers.remove_dir(dir)
+    assert.same({ sent = 1 }, r)
+    assert.equal("\0\1\0\0\0\1\0\0hello\r\n", got)
+  end)
+end)
+
 describe("moonport.socket at load time", function()
   it("raises a clear error", function()
     local dir = helpers.scratch_dir()

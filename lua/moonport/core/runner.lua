@@ -15,7 +15,7 @@ local C = ffi.C
 local mp_sleep = C.mp_sleep
 local MP_BAD_CONTEXT = C.MP_BAD_CONTEXT
 
-local type, tostring, error = type, tostring, error
+local type, tostring, error, setmetatable = type, tostring, error, setmetatable
 local co_create, co_resume = coroutine.create, coroutine.resume
 local yield = coroutine.yield
 local xpcall, traceback = xpcall, debug.traceback
@@ -29,9 +29,15 @@ local runner = {}
 local WAIT = newproxy()
 runner.WAIT = WAIT
 
+--- What ngx.exit raises to end a handler early: the handler's coroutine
+-- takes it as a return, not an error (lua/moonport/ngx.lua).
+local EXIT = setmetatable({}, { __tostring = function() return "ngx.exit" end })
+runner.EXIT = EXIT
+
 --- The error and where it happened, from the failing frame down to the
 -- handler; moonport's own frames below it are left out.
 local function on_error(err)
+  if err == EXIT then return EXIT end
   local trace = traceback(tostring(err), 2) -- 2: not this function
   return (trace:gsub("\n%s*%[C%]: in function 'xpcall'.*$", ""))
 end
@@ -126,6 +132,7 @@ function runner.run(handler, req, res)
   local DONE = require("moonport.core").DONE
   while true do
     local ok, err = xpcall(handler, on_error, req, res)
+    if not ok and err == EXIT then ok, err = true, nil end
     forget(req)
     handler, req, res = yield(DONE, ok, err)
   end

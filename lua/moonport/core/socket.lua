@@ -33,6 +33,11 @@ int mp_sock_handshake(double handle, const char *server_name, int verify,
                       size_t key_len, double timeout_ms);
 const char *mp_sock_tls_error(double handle);
 int mp_sock_tls_resumed(double handle);
+int mp_udp_open(const char *host, int port, double timeout_ms,
+                double *handle);
+int mp_udp_send(double handle, const char *data, size_t len);
+int mp_udp_receive(double handle, size_t max, double timeout_ms,
+                   const char **out, size_t *len);
 int mp_sock_counts(int *in_use, int *idle);
 const char *mp_sock_strerror(int rc);
 ]]
@@ -479,6 +484,131 @@ function tcp:setoption(option, value)
   local rc = mp_sock_option(h, opt, v)
   if rc ~= 0 then return nil, strerror(rc) end
   return true
+end
+
+-- Datagram sockets -------------------------------------------------------
+
+local mp_udp_open, mp_udp_send = C.mp_udp_open, C.mp_udp_send
+local mp_udp_receive = C.mp_udp_receive
+
+local udp = {}
+udp.__index = udp
+
+--- A new UDP (or Unix-domain datagram) socket object, without a peer yet.
+-- @usage local sock = moonport.socket.udp()
+function socket.udp()
+  return setmetatable({ h = nil, rt = DEFAULT_TIMEOUT }, udp)
+end
+
+local function check_udp(self, name)
+  if getmetatable(self) ~= udp then
+    error("moonport.socket: " .. name .. " called with '.' instead of ':'", 3)
+  end
+end
+
+--- Sets the receive timeout, in ms (0 or nil: the default, 60 s).
+-- @usage sock:settimeout(500)
+function udp:settimeout(ms)
+  check_udp(self, "settimeout")
+  self.rt = timeout_arg(ms, "settimeout")
+end
+
+--- Sets the peer: host (a name or an IP literal) and port, or
+-- "unix:/path" for a Unix-domain datagram socket (syslog's /dev/log).
+-- Returns 1, or nil and an error.
+-- @usage assert(sock:setpeername("127.0.0.1", 8125))
+function udp:setpeername(host, port)
+  check_udp(self, "setpeername")
+  if type(host) ~= "string" or host == "" then
+    error("setpeername: host must be a non-empty string", 2)
+  end
+  if host:sub(1, 5) == "unix:" then
+    port = 0
+  else
+    local n = tonumber(port)
+    if n == nil or n < 0 or n > 65535 or n ~= floor(n) then
+      return nil, "bad port number: " .. tostring(port)
+    end
+    port = n
+  end
+  if self.h ~= nil then
+    mp_sock_close(self.h)
+    self.h = nil
+  end
+  local rc = mp_udp_open(host, port, self.rt, handle_out)
+  if rc == MP_BAD_CONTEXT then not_serving("setpeername") end
+  if rc ~= MP_AGAIN then return nil, strerror(rc) end
+  local h = handle_out[0]
+  rc = outcome(h)
+  if rc == nil then
+    mp_sock_close(h)
+    return nil, "closed"
+  end
+  if rc ~= 0 then
+    mp_sock_close(h)
+    if is_dns_error(rc) then
+      return nil, host .. " could not be resolved (" .. strerror(rc) .. ")"
+    end
+    return nil, strerror(rc)
+  end
+  self.h = h
+  return 1
+end
+
+--- Sends one datagram (a string, or a nested table of strings sent as
+-- their concatenation). Returns 1, or nil and an error.
+-- @usage sock:send("hits:1|c")
+function udp:send(data)
+  check_udp(self, "send")
+  if type(data) == "table" then
+    local parts = {}
+    data = concat(parts, "", 1, flatten(data, parts, 0))
+  elseif type(data) ~= "string" then
+    data = tostring(data)
+  end
+  local h = self.h
+  if h == nil then return nil, "closed" end
+  local rc = mp_udp_send(h, data, #data)
+  if rc ~= 0 then return nil, strerror(rc) end
+  return 1
+end
+
+--- The next datagram, at most size bytes of it (default 8192; the rest
+-- of a longer one is dropped). Returns the data, or nil and an error
+-- ("timeout", "connection refused" when the peer's port is closed).
+-- @usage local answer, err = sock:receive()
+function udp:receive(size)
+  check_udp(self, "receive")
+  local n = 8192
+  if size ~= nil then
+    n = tonumber(size)
+    if n == nil or n < 1 or n ~= floor(n) then
+      error("receive: size must be a positive integer", 2)
+    end
+  end
+  local h = self.h
+  if h == nil then return nil, "closed" end
+  while true do
+    local rc = mp_udp_receive(h, n, self.rt, data_out, len_out)
+    if rc == 0 then return ffi_string(data_out[0], len_out[0]) end
+    if rc == MP_BAD_CONTEXT then not_serving("receive") end
+    if rc ~= MP_AGAIN then
+      if rc == MP_STATE then return nil, "socket busy" end
+      return nil, strerror(rc)
+    end
+    if not suspend() then return nil, "closed" end
+  end
+end
+
+--- Closes the socket. Returns 1, or nil, "closed".
+-- @usage sock:close()
+function udp:close()
+  check_udp(self, "close")
+  local h = self.h
+  if h == nil then return nil, "closed" end
+  self.h = nil
+  mp_sock_close(h)
+  return 1
 end
 
 local counts_out = ffi.new("int[2]")

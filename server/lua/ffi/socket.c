@@ -74,6 +74,22 @@ int mp_sock_tls_resumed(double handle) {
   return mp_usock_tls_resumed(handle);
 }
 
+int mp_udp_open(const char *host, int port, double timeout_ms,
+                double *handle) {
+  return mp_usock_udp_open(mp_request_current(), host, port, timeout_ms,
+                           handle);
+}
+
+int mp_udp_send(double handle, const char *data, size_t len) {
+  return mp_usock_udp_send(handle, data, len);
+}
+
+int mp_udp_receive(double handle, size_t max, double timeout_ms,
+                   const char **out, size_t *len) {
+  return mp_usock_udp_receive(mp_request_current(), handle, max, timeout_ms,
+                              out, len);
+}
+
 int mp_sock_counts(int *in_use, int *idle) {
   unsigned u, i;
   mp_upstream_counts(&u, &i);
