@@ -45,6 +45,25 @@ enum { MP_PHASE_INIT = 0, MP_PHASE_CONTENT = 1, MP_PHASE_TIMER = 2 };
 enum { MP_REGEX_CASELESS = 1, MP_REGEX_PARTIAL = 2 };
 enum { MP_REGEX_NOMATCH = 0, MP_REGEX_MATCH = 1, MP_REGEX_LIMIT = 2 };
 
+/* mp_re_compile's flags: OpenResty's ngx.re options i m s x a u D J, and
+ * j (JIT-compile) and d (DFA matching: the longest match, no groups). */
+enum {
+  MP_RE_CASELESS = 1, MP_RE_MULTILINE = 2, MP_RE_DOTALL = 4,
+  MP_RE_EXTENDED = 8, MP_RE_ANCHORED = 16, MP_RE_UTF = 32,
+  MP_RE_DUPNAMES = 64, MP_RE_JAVASCRIPT = 128, MP_RE_JIT = 256,
+  MP_RE_DFA = 512
+};
+
+/* mp_digest's algorithms, and the longest digest any of them makes. */
+enum {
+  MP_DIGEST_MD5 = 0, MP_DIGEST_SHA1 = 1, MP_DIGEST_SHA224 = 2,
+  MP_DIGEST_SHA256 = 3, MP_DIGEST_SHA384 = 4, MP_DIGEST_SHA512 = 5,
+  MP_DIGEST_MAX = 64
+};
+
+/* mp_base64_encode's and mp_base64_decode's flags. */
+enum { MP_BASE64_NO_PADDING = 1, MP_BASE64_URL = 2 };
+
 /* The constants Lua reads besides errors.h's return codes, each defined
  * where its layer needs it: the handle layout (request.h), fault kinds
  * (response.h), value types, stores and the longest key (shared.h), log
@@ -65,7 +84,13 @@ enum { MP_REGEX_NOMATCH = 0, MP_REGEX_MATCH = 1, MP_REGEX_LIMIT = 2 };
   XX(MP_PHASE_INIT) XX(MP_PHASE_CONTENT) XX(MP_PHASE_TIMER)                 \
   XX(MP_RECV_SIZE) XX(MP_RECV_LINE) XX(MP_RECV_ALL) XX(MP_RECV_ANY)         \
   XX(MP_RECV_UNTIL) XX(MP_STREAM_KEEPALIVE) XX(MP_STREAM_NODELAY)           \
-  XX(MP_STREAM_SNDBUF) XX(MP_STREAM_RCVBUF)
+  XX(MP_STREAM_SNDBUF) XX(MP_STREAM_RCVBUF)                                 \
+  XX(MP_RE_CASELESS) XX(MP_RE_MULTILINE) XX(MP_RE_DOTALL)                   \
+  XX(MP_RE_EXTENDED) XX(MP_RE_ANCHORED) XX(MP_RE_UTF) XX(MP_RE_DUPNAMES)    \
+  XX(MP_RE_JAVASCRIPT) XX(MP_RE_JIT) XX(MP_RE_DFA)                          \
+  XX(MP_DIGEST_MD5) XX(MP_DIGEST_SHA1) XX(MP_DIGEST_SHA224)                 \
+  XX(MP_DIGEST_SHA256) XX(MP_DIGEST_SHA384) XX(MP_DIGEST_SHA512)            \
+  XX(MP_DIGEST_MAX) XX(MP_BASE64_NO_PADDING) XX(MP_BASE64_URL)
 
 /* Every return code of errors.h and every MP_FFI_CONSTANTS entry with its
  * value, as one C enum declaration ("enum { MP_AGAIN = -30001, ... };")
@@ -235,6 +260,30 @@ int mp_regex_match(void *re, const char *subject, size_t len);
 int mp_regex_prefix(void *re, const char *subject, size_t len);
 void mp_regex_free(void *re);
 
+/* ---- Regular expressions for ngx.re (ffi/regex.c) ---- */
+
+/* A PCRE2 pattern for ngx.re, compiled with MP_RE_* flags, matched
+ * anywhere in a subject. NULL with a message in err when the pattern is
+ * bad ("pcre2_compile() failed: ... in \"(\" at offset 1"). Free with
+ * mp_re_free. */
+void *mp_re_compile(const char *pattern, size_t len, int flags, char *err,
+                    size_t errlen);
+/* The number of capture groups in *ncaptures, and the group names: the
+ * result is how many; *names points to that many entries of *entry_size
+ * bytes each, a group number (two bytes, most significant first) and the
+ * name, NUL-terminated. The table lives as long as re. */
+int mp_re_info(void *re, int *ncaptures, const unsigned char **names,
+               int *entry_size);
+/* Looks for re in subject from byte offset on, within the limits of
+ * mp_regex_match. MP_REGEX_MATCH with ov (2 * (ncaptures + 1) ints)
+ * holding each group's start and end byte offsets (-1 and -1 for a group
+ * that took no part); MP_REGEX_NOMATCH; MP_REGEX_LIMIT when the match was
+ * given up at a limit; MP_INVALID with a message in err on another error
+ * (an offset past the subject, invalid UTF-8 with MP_RE_UTF). */
+int mp_re_exec(void *re, const char *subject, size_t len, size_t offset,
+               int *ov, char *err, size_t errlen);
+void mp_re_free(void *re);
+
 /* ---- Files (ffi/fs.c) ---- */
 
 /* The entries of a directory (not "." and ".."), each as a type byte ('d'
@@ -309,5 +358,48 @@ int mp_store_ttl(int store, const char *key, size_t klen, double *ttl);
 int mp_store_keys(int store, unsigned max, const char **out, size_t *len);
 /* Removes every entry. Returns 0 or MP_INVALID. */
 int mp_store_flush(int store);
+
+/* ---- Hashes, HMAC, base64, hex and CRC-32 (ffi/crypto.c) ---- */
+
+/* The digest of data with alg (MP_DIGEST_*) into out (MP_DIGEST_MAX
+ * bytes); returns its length, or MP_INVALID for an unknown alg. */
+int mp_digest(int alg, const char *data, size_t len, unsigned char *out);
+/* HMAC of data under key with alg, as mp_digest. */
+int mp_hmac(int alg, const char *key, size_t klen, const char *data,
+            size_t len, unsigned char *out);
+/* A running digest with alg, or NULL (an unknown alg, no memory). Free
+ * with mp_digest_free. */
+void *mp_digest_new(int alg);
+/* MP_STATE once the digest's value was taken (mp_digest_reset starts
+ * again). */
+int mp_digest_update(void *d, const char *data, size_t len);
+/* The digest into out (MP_DIGEST_MAX bytes); returns its length, or
+ * MP_STATE when it was taken already. */
+int mp_digest_final(void *d, unsigned char *out);
+int mp_digest_reset(void *d);
+void mp_digest_free(void *d);
+/* Base64 of in into out (cap bytes; MP_INVALID when it does not fit),
+ * flags MP_BASE64_*: returns the length written. */
+int mp_base64_encode(const char *in, size_t len, int flags, char *out,
+                     size_t cap);
+/* Decodes base64 as nginx does (padding optional, nothing after the first
+ * '=' read); MP_INVALID for a byte outside the alphabet or a length no
+ * encoding has, or when the result does not fit in cap. */
+int mp_base64_decode(const char *in, size_t len, int flags, char *out,
+                     size_t cap);
+/* Lower-case hex of in into out (2 * len bytes, within cap). */
+int mp_hex_encode(const char *in, size_t len, char *out, size_t cap);
+/* The CRC-32 (zlib's, as nginx's ngx_crc32_short and _long) of data in
+ * *out. Returns 0. */
+int mp_crc32(const char *data, size_t len, uint32_t *out);
+
+/* ---- The worker process (ffi/worker.c) ---- */
+
+/* This worker's number, from 0; MP_NOT_FOUND in a process that is no
+ * worker (--check). */
+int mp_worker_id(void);
+/* How many workers the server runs (1 in a process that is no worker). */
+int mp_worker_count(void);
+int mp_worker_pid(void);
 
 #endif

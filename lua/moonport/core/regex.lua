@@ -1,6 +1,7 @@
---- Regular expressions: PCRE2 patterns for the mock library
--- (server/lua/ffi/regex.c), matched against a whole subject as Java's
--- String.matches (WireMock's) does, within PCRE2's match limits.
+--- Regular expressions (server/lua/ffi/regex.c): PCRE2 patterns for the
+-- mock library, matched against a whole subject as Java's String.matches
+-- (WireMock's) does, and patterns for ngx.re (regex.re), matched anywhere
+-- from an offset; both within PCRE2's match limits.
 -- @module moonport.core.regex
 
 local ffi = require("ffi")
@@ -12,6 +13,13 @@ void *mp_regex_compile(const char *pattern, size_t len, int flags, char *err,
 int mp_regex_match(void *re, const char *subject, size_t len);
 int mp_regex_prefix(void *re, const char *subject, size_t len);
 void mp_regex_free(void *re);
+void *mp_re_compile(const char *pattern, size_t len, int flags, char *err,
+                    size_t errlen);
+int mp_re_info(void *re, int *ncaptures, const unsigned char **names,
+               int *entry_size);
+int mp_re_exec(void *re, const char *subject, size_t len, size_t offset,
+               int *ov, char *err, size_t errlen);
+void mp_re_free(void *re);
 ]]
 
 local C = ffi.C
@@ -79,6 +87,70 @@ function Regex:prefix(subject)
   local n = mp_regex_prefix(partial, subject, #subject)
   if n < 0 then return nil end
   return n
+end
+
+-- Patterns for ngx.re --------------------------------------------------------
+
+local mp_re_compile = C.mp_re_compile
+local mp_re_info = C.mp_re_info
+local mp_re_exec = C.mp_re_exec
+local mp_re_free = C.mp_re_free
+
+local ffi_gc, ffi_new = ffi.gc, ffi.new
+local info_ncap = ffi.new("int[1]")
+local info_names = ffi.new("const unsigned char *[1]")
+local info_size = ffi.new("int[1]")
+
+--- The MP_RE_* flags, by OpenResty's option letters (o, the compile
+-- cache, is ngx.re's own and has none).
+regex.flags = {
+  i = C.MP_RE_CASELESS, m = C.MP_RE_MULTILINE, s = C.MP_RE_DOTALL,
+  x = C.MP_RE_EXTENDED, a = C.MP_RE_ANCHORED, u = C.MP_RE_UTF,
+  D = C.MP_RE_DUPNAMES, J = C.MP_RE_JAVASCRIPT, j = C.MP_RE_JIT,
+  d = C.MP_RE_DFA,
+}
+
+--- Compiles pattern for ngx.re with flags (a sum of regex.flags values).
+-- Returns { re, ncaptures, names = { {group, name}, ... }, ov } or nil and
+-- the compiler's message. Free it with regex.re_free when done, or leave
+-- it to the garbage collector.
+-- @usage local c = assert(regex.re_compile("(\\d+)", 0))
+function regex.re_compile(pattern, flags)
+  local re = mp_re_compile(pattern, #pattern, flags, errbuf, 256)
+  if re == nil then return nil, ffi_string(errbuf) end
+  re = ffi_gc(re, mp_re_free)
+  local count = mp_re_info(re, info_ncap, info_names, info_size)
+  local ncap = info_ncap[0]
+  local names = false
+  if count > 0 then
+    names = {}
+    local p, size = info_names[0], info_size[0]
+    for i = 0, count - 1 do
+      local e = p + i * size
+      names[i + 1] = { e[0] * 256 + e[1], ffi_string(e + 2) }
+    end
+  end
+  return { re = re, ncaptures = ncap, names = names,
+           ov = ffi_new("int[?]", 2 * (ncap + 1)) }
+end
+
+--- Looks for the compiled pattern c in subject from byte offset (0-based)
+-- on. Returns true (c.ov holds the groups' offsets, -1 for those that took
+-- no part), false, or nil and why.
+-- @usage if regex.re_exec(c, s, 0) then local from = c.ov[0] end
+function regex.re_exec(c, subject, offset)
+  local rc = mp_re_exec(c.re, subject, #subject, offset, c.ov, errbuf, 256)
+  if rc == MATCH then return true end
+  if rc == NOMATCH then return false end
+  if rc == LIMIT then return nil, "pcre2_match() failed: " .. REGEX_LIMIT end
+  return nil, ffi_string(errbuf)
+end
+
+--- Frees a compiled pattern now rather than when it is collected.
+-- @usage regex.re_free(c)
+function regex.re_free(c)
+  mp_re_free(ffi_gc(c.re, nil))
+  c.re = nil
 end
 
 return regex
