@@ -79,11 +79,13 @@ end
 
 -- Values kept for a request, in tables keyed by its req, for as long as its
 -- handler runs: its body read whole, its on_abort functions, its params and
--- ctx tables. base.forget drops them all when the handler returns
--- (core.run) or ends without returning (server/lua/vm.c calls
--- core.forget). base.keep adds them.
-local bodies, aborts, params, ctxs = {}, {}, {}, {}
-base.kept = { bodies = bodies, aborts = aborts, params = params, ctx = ctxs }
+-- ctx tables, and what the ngx compatibility module keeps for it (its
+-- status, headers set, ngx.ctx). base.forget drops them all when the
+-- handler returns (core.run) or ends without returning (server/lua/vm.c
+-- calls core.forget). base.keep adds them.
+local bodies, aborts, params, ctxs, ngxs = {}, {}, {}, {}, {}
+base.kept = { bodies = bodies, aborts = aborts, params = params, ctx = ctxs,
+              ngx = ngxs }
 
 --- Keeps value in t (one of base.kept) for req. Returns value, or nil and
 -- MP_BAD_CONTEXT once req's handler has returned: nothing would drop it.
@@ -104,6 +106,7 @@ function base.forget(req)
   if aborts[req] ~= nil then aborts[req] = nil end
   if params[req] ~= nil then params[req] = nil end
   if ctxs[req] ~= nil then ctxs[req] = nil end
+  if ngxs[req] ~= nil then ngxs[req] = nil end
 end
 
 return base

@@ -163,6 +163,25 @@ function methods.headers(self)
   return headers
 end
 
+--- The request's header fields as sent, in order, up to max of them (0
+-- or nil: all): an array of names (their case as sent) and one of values,
+-- a repeated field once per line. Not a req method: ngx.req.get_headers
+-- uses it.
+-- @usage local names, values = request.header_fields(req)
+function request.header_fields(self, max)
+  local count = mp_req_header_count(self)
+  if count < 0 then fail(count, "ngx.req.get_headers") end
+  if max and max > 0 and count > max then count = max end
+  local names, values = {}, {}
+  for i = 0, count - 1 do
+    local n = mp_req_header_at(self, i, out2, outlen, out)
+    if n < 0 then fail(n, "ngx.req.get_headers") end
+    names[i + 1] = ffi_string(out2[0], outlen[0])
+    values[i + 1] = ffi_string(out[0], n)
+  end
+  return names, values
+end
+
 --- A query parameter, percent-decoded with '+' as a space, or nil.
 -- @usage local q = req:query("q")
 function methods.query(self, name)
