@@ -136,11 +136,13 @@ function args.decode_args(s, max_args)
   return t
 end
 
---- s quoted as a MySQL string literal (ngx.quote_sql_str).
--- @usage args.quote_sql_str("it's") --> "'it\\'s'"
+-- What MySQL's string literals escape.
 local sql_escapes = { ["\0"] = "\\0", ["\b"] = "\\b", ["\n"] = "\\n", ["\r"] = "\\r",
                       ["\t"] = "\\t", ["\26"] = "\\Z", ["\\"] = "\\\\", ["'"] = "\\'",
                       ['"'] = '\\"' }
+
+--- s quoted as a MySQL string literal (ngx.quote_sql_str).
+-- @usage args.quote_sql_str("it's") --> "'it\\'s'"
 function args.quote_sql_str(s)
   if type(s) ~= "string" then s = tostring(s) end
   return "'" .. gsub(s, "[%z\b\n\r\t\26\\'\"]", sql_escapes) .. "'"
