@@ -28,7 +28,7 @@ from http_client import get_request, parse_response  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "slowloris"))
-from slowloris import measure, pct  # noqa: E402
+from slowloris import line, measure  # noqa: E402
 
 
 def start(binary, cpu, app):
@@ -67,11 +67,6 @@ def hold(port, upstream, n):
                 raise RuntimeError("a held request ended")
             buf += chunk
     return socks
-
-
-def line(name, samples):
-    return (f"| {name} | {len(samples):,} | {statistics.median(samples):.3f} | "
-            f"{pct(samples, 0.99):.3f} | {max(samples):.3f} |")
 
 
 def main():

@@ -1,63 +1,19 @@
 /*
  * The TCP transport (see stream.h): libuv's TCP handle behind the stream
- * ops. The handle's data points at the stream, so libuv's callbacks find
- * it and hand the stream to the owner's.
+ * ops, reading and writing as every libuv stream does (uvstream.c); its
+ * own are accepting, connecting, closing with a reset, the peer's address
+ * and TCP's options.
  */
 #include "stream.h"
 
 #include "stream_int.h"
 
-static mp_stream *of(const uv_handle_t *h) { return h->data; }
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  mp_stream *s = of(h);
-  s->alloc_cb(s, suggested, buf);
-}
-
-static void on_read(uv_stream_t *h, ssize_t nread, const uv_buf_t *buf) {
-  mp_stream *s = of((uv_handle_t *)h);
-  s->read_cb(s, nread, buf);
-}
-
-static int tcp_read_start(mp_stream *s, mp_stream_alloc_cb alloc,
-                          mp_stream_read_cb read) {
-  s->alloc_cb = alloc;
-  s->read_cb = read;
-  return uv_read_start((uv_stream_t *)&s->handle.tcp, on_alloc, on_read);
-}
-
-static int tcp_read_stop(mp_stream *s) {
-  return uv_read_stop((uv_stream_t *)&s->handle.tcp);
-}
-
-static int tcp_try_write(mp_stream *s, const uv_buf_t *bufs, unsigned n) {
-  return uv_try_write((uv_stream_t *)&s->handle.tcp, bufs, n);
-}
-
-static int tcp_write(mp_stream *s, uv_write_t *req, const uv_buf_t *bufs,
-                     unsigned n, uv_write_cb cb) {
-  return uv_write(req, (uv_stream_t *)&s->handle.tcp, bufs, n, cb);
-}
-
-static size_t tcp_queued(const mp_stream *s) {
-  return uv_stream_get_write_queue_size((const uv_stream_t *)&s->handle.tcp);
-}
-
-static int tcp_shutdown(mp_stream *s, uv_shutdown_t *req, uv_shutdown_cb cb) {
-  return uv_shutdown(req, (uv_stream_t *)&s->handle.tcp, cb);
-}
-
-static void on_close(uv_handle_t *h) {
-  mp_stream *s = of(h);
-  if (s->close_cb != NULL) s->close_cb(s);
-}
-
 static void tcp_close(mp_stream *s, bool reset, mp_stream_close_cb cb) {
   s->close_cb = cb;
   /* A reset is sent by closing with SO_LINGER at zero; the handle closes
    * the same way otherwise. */
-  if (!reset || uv_tcp_close_reset(&s->handle.tcp, on_close) != 0)
-    uv_close((uv_handle_t *)&s->handle.tcp, on_close);
+  if (!reset || uv_tcp_close_reset(&s->handle.tcp, mp__uv_on_close) != 0)
+    uv_close((uv_handle_t *)&s->handle.tcp, mp__uv_on_close);
 }
 
 static int tcp_peer(const mp_stream *s, struct sockaddr_storage *addr) {
@@ -80,12 +36,12 @@ static int tcp_option(mp_stream *s, int option, int value) {
 }
 
 static const mp_stream_ops tcp_ops = {
-    .read_start = tcp_read_start,
-    .read_stop = tcp_read_stop,
-    .try_write = tcp_try_write,
-    .write = tcp_write,
-    .queued = tcp_queued,
-    .shutdown = tcp_shutdown,
+    .read_start = mp__uv_read_start,
+    .read_stop = mp__uv_read_stop,
+    .try_write = mp__uv_try_write,
+    .write = mp__uv_write,
+    .queued = mp__uv_queued,
+    .shutdown = mp__uv_shutdown,
     .close = tcp_close,
     .peer = tcp_peer,
     .option = tcp_option,
@@ -103,11 +59,6 @@ int mp_stream_tcp_accept(mp_stream *s, uv_loop_t *loop, uv_stream_t *listener,
   }
   uv_tcp_nodelay(&s->handle.tcp, 1);
   return 0;
-}
-
-void mp__stream_on_connect(uv_connect_t *req, int status) {
-  mp_stream *s = req->data;
-  s->connect_cb(s, status);
 }
 
 int mp_stream_tcp_connect(mp_stream *s, uv_loop_t *loop,

@@ -186,6 +186,15 @@ int mp__usock_begin_op(mp_usock *s, mp_request *r, us_op op,
   return MP_AGAIN;
 }
 
+/* The operation r just began on s could not start: r does not wait. */
+static void take_back_op(mp_usock *s, mp_request *r) {
+  s->op = OP_NONE;
+  s->waiter = NULL;
+  unlink_busy(s);
+  uv_timer_stop(&s->timer);
+  mp_wait_cancel(r);
+}
+
 /* s's operation is over with result: its request goes on, at once from a
  * libuv callback (soon: from inside a Lua call). */
 void mp__usock_end_op(mp_usock *s, int result, bool soon) {
@@ -795,11 +804,7 @@ int mp_usock_receive(mp_request *r, double h, int pattern, size_t want,
   if (!s->reading) {
     int st = mp_stream_read_start(&s->stream, mp__usock_on_alloc, mp__usock_on_read);
     if (st != 0) {
-      s->op = OP_NONE;
-      s->waiter = NULL;
-      unlink_busy(s);
-      uv_timer_stop(&s->timer);
-      mp_wait_cancel(r);
+      take_back_op(s, r);
       return failed(s, st);
     }
     s->reading = true;
@@ -845,11 +850,7 @@ int mp_usock_send(mp_request *r, double h, const char *data, size_t len,
   buf = uv_buf_init(s->wbuf.data, (unsigned)s->wbuf.len);
   int st = mp_stream_write(&s->stream, &s->wreq, &buf, 1, on_written);
   if (st != 0) {
-    s->op = OP_NONE;
-    s->waiter = NULL;
-    unlink_busy(s);
-    uv_timer_stop(&s->timer);
-    mp_wait_cancel(r);
+    take_back_op(s, r);
     mp__usock_close(s, st);
     return st;
   }

@@ -142,6 +142,42 @@ local function outcome(h)
   return mp_sock_result(h)
 end
 
+-- Raises unless host is a non-empty string; whether it names a
+-- Unix-domain socket ("unix:/path").
+local function host_is_unix(host, name)
+  if type(host) ~= "string" or host == "" then
+    error(name .. ": host must be a non-empty string", 3)
+  end
+  return host:sub(1, 5) == "unix:"
+end
+
+-- The port as a number (a number or a numeric string, as OpenResty takes
+-- it; 0 for a Unix-domain socket), or nil and OpenResty's error.
+local function port_arg(host, port)
+  if host:sub(1, 5) == "unix:" then return 0 end
+  local n = tonumber(port)
+  if n == nil or n < 0 or n > 65535 or n ~= floor(n) then
+    return nil, "bad port number: " .. tostring(port)
+  end
+  return n
+end
+
+-- Waits for the connect (or setpeername) on h and gives the object its
+-- connection: 1, or nil and OpenResty's error.
+local function opened(self, h, host)
+  local rc = outcome(h)
+  if rc == 0 then
+    self.h = h
+    return 1
+  end
+  mp_sock_close(h)
+  if rc == nil then return nil, "closed" end
+  if is_dns_error(rc) then
+    return nil, host .. " could not be resolved (" .. strerror(rc) .. ")"
+  end
+  return nil, strerror(rc)
+end
+
 --- Connects to host:port (a name, resolved through the system resolver
 -- and cached per worker, or an IP literal), or to "unix:/path"; reuses an
 -- idle connection of the pool when there is one. opts: pool (the pool's
@@ -151,20 +187,12 @@ end
 -- @usage local ok, err = sock:connect("127.0.0.1", 6379, { pool_size = 32, backlog = 64 })
 function tcp:connect(host, port, opts)
   check(self, "connect")
-  if type(host) ~= "string" or host == "" then
-    error("connect: host must be a non-empty string", 2)
-  end
-  local unix_path = host:sub(1, 5) == "unix:"
-  if unix_path then
+  if host_is_unix(host, "connect") then
     if type(port) == "table" then opts = port end
-    port = 0
-  else
-    local n = tonumber(port)
-    if n == nil or n < 0 or n > 65535 or n ~= floor(n) then
-      return nil, "bad port number: " .. tostring(port)
-    end
-    port = n
   end
+  local err
+  port, err = port_arg(host, port)
+  if not port then return nil, err end
   local pool, pool_size, backlog = nil, 0, -1
   if opts ~= nil then
     if type(opts) ~= "table" then error("connect: opts must be a table", 2) end
@@ -198,20 +226,7 @@ function tcp:connect(host, port, opts)
   end
   if rc == MP_DECLINED then return nil, "too many waiting connect operations" end
   if rc ~= MP_AGAIN then return nil, strerror(rc) end
-  local h = handle_out[0]
-  rc = outcome(h)
-  if rc == nil then
-    mp_sock_close(h)
-    return nil, "closed"
-  end
-  if rc == 0 then
-    self.h = h
-    return 1
-  end
-  if is_dns_error(rc) then
-    return nil, host .. " could not be resolved (" .. strerror(rc) .. ")"
-  end
-  return nil, strerror(rc)
+  return opened(self, handle_out[0], host)
 end
 
 -- Appends the strings of a (nested) table to out; numbers become
@@ -519,18 +534,10 @@ end
 -- @usage assert(sock:setpeername("127.0.0.1", 8125))
 function udp:setpeername(host, port)
   check_udp(self, "setpeername")
-  if type(host) ~= "string" or host == "" then
-    error("setpeername: host must be a non-empty string", 2)
-  end
-  if host:sub(1, 5) == "unix:" then
-    port = 0
-  else
-    local n = tonumber(port)
-    if n == nil or n < 0 or n > 65535 or n ~= floor(n) then
-      return nil, "bad port number: " .. tostring(port)
-    end
-    port = n
-  end
+  host_is_unix(host, "setpeername")
+  local err
+  port, err = port_arg(host, port)
+  if not port then return nil, err end
   if self.h ~= nil then
     mp_sock_close(self.h)
     self.h = nil
@@ -538,21 +545,7 @@ function udp:setpeername(host, port)
   local rc = mp_udp_open(host, port, self.rt, handle_out)
   if rc == MP_BAD_CONTEXT then not_serving("setpeername") end
   if rc ~= MP_AGAIN then return nil, strerror(rc) end
-  local h = handle_out[0]
-  rc = outcome(h)
-  if rc == nil then
-    mp_sock_close(h)
-    return nil, "closed"
-  end
-  if rc ~= 0 then
-    mp_sock_close(h)
-    if is_dns_error(rc) then
-      return nil, host .. " could not be resolved (" .. strerror(rc) .. ")"
-    end
-    return nil, strerror(rc)
-  end
-  self.h = h
-  return 1
+  return opened(self, handle_out[0], host)
 end
 
 --- Sends one datagram (a string, or a nested table of strings sent as
