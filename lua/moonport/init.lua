@@ -57,5 +57,9 @@ moonport.sleep = core.sleep
 moonport.log = core.log
 moonport.shared = core.shared
 moonport.json = require("moonport.json")
+-- Timers, light threads and semaphores (core/task.lua).
+moonport.timer = core.timer
+moonport.thread = core.thread
+moonport.semaphore = core.semaphore
 
 return moonport

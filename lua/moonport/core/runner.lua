@@ -1,6 +1,8 @@
 --- Running handlers: the body of every handler coroutine, the waits a
--- handler makes on the core (moonport.sleep, and those of req and res),
--- and what it is told when its client leaves.
+-- handler makes on the core (moonport.sleep, the park, and those of req
+-- and res), and what it is told when its client leaves. The same waits
+-- work in tasks (light threads and timers, core/task.lua), whose
+-- coroutines the core resumes alike.
 -- @module moonport.core.runner
 
 local ffi = require("ffi")
@@ -9,10 +11,14 @@ local log = require("moonport.core.log").log
 
 ffi.cdef[[
 int mp_sleep(double ms);
+int mp_task_park(double ms, int children);
+int mp_task_children(void);
 ]]
 
 local C = ffi.C
 local mp_sleep = C.mp_sleep
+local mp_task_park = C.mp_task_park
+local mp_task_children = C.mp_task_children
 local MP_BAD_CONTEXT = C.MP_BAD_CONTEXT
 
 local type, tostring, error = type, tostring, error
@@ -119,13 +125,42 @@ function runner.sleep(ms)
   return nil, "closed"
 end
 
+--- Parks the code running now (a handler or a task) until other code of
+-- the worker unparks it (core/task.lua: a semaphore's post, a light
+-- thread's end when `children`), until ms milliseconds pass (a negative
+-- ms: no limit), or until its client leaves. Returns true, or false when
+-- the client has just gone (after the on_abort functions ran); what woke
+-- it is the caller's to find out. Returns nil and the code when it cannot
+-- park (MP_BAD_CONTEXT: no record's code runs, the app is loading).
+-- @usage local woke = runner.park(100, false)
+function runner.park(ms, children)
+  local rc = mp_task_park(ms, children and 1 or 0)
+  if rc ~= 0 then return nil, rc end
+  return suspend()
+end
+
+--- Waits until every light thread of the code running now has ended:
+-- a handler (or a thread, or a timer) that returns waits for its threads
+-- before it is over, as in OpenResty.
+-- @usage runner.join()
+local function join()
+  while mp_task_children() > 0 do
+    if mp_task_park(-1, 1) ~= 0 then return end
+    suspend()
+  end
+end
+runner.join = join
+
 --- The body of every handler coroutine (started by server/lua/vm.c): run a
--- handler, drop what was kept for its request, report how it ended, wait
--- for the next one. core.DONE is set by vm.c once moonport.core has loaded.
+-- handler, wait for its light threads when it returned (the core kills
+-- them when it failed), drop what was kept for its request, report how it
+-- ended, wait for the next one. core.DONE is set by vm.c once
+-- moonport.core has loaded.
 function runner.run(handler, req, res)
   local DONE = require("moonport.core").DONE
   while true do
     local ok, err = xpcall(handler, on_error, req, res)
+    if ok and mp_task_children() > 0 then join() end
     forget(req)
     handler, req, res = yield(DONE, ok, err)
   end
