@@ -370,9 +370,14 @@ static int32_t slot_route(mp_request *r) {
 static int task_over(mp_vm *vm, mp_request *r, int st) {
   lua_State *co = r->handler.co;
   int outcome = MP_CODE_FAILED;
-  if (r->charge.lua_exceeded)
+  if (r->charge.lua_exceeded) {
+    /* Dropped first: a coroutine that failed keeps its stack, and with it
+     * what it allocated, which the collection must find garbage. */
+    drop(vm, r);
     over_limit(vm, r);
-  else if (st == 0 && lua_toboolean(co, 1))
+    return outcome;
+  }
+  if (st == 0 && lua_toboolean(co, 1))
     outcome = MP_CODE_DONE;
   else if (st == 0)
     log_failure(vm, r, lua_tostring(co, 2));

@@ -10,6 +10,7 @@
  */
 #include "task.h"
 
+#include "conn.h"
 #include "park.h"
 #include "wait.h"
 
@@ -89,8 +90,14 @@ void mp_task_kill_kids(mp_request *r) {
 }
 
 void mp_task_resume(mp_request *t) {
+  mp_request *root = mp_task_root(t);
   int outcome = t->srv->code_ops->resume(t->code, t);
   if (outcome != MP_CODE_WAITING) mp_task_end(t, outcome);
+  /* What a light thread wrote to its request's response goes out now, as
+   * after a turn of the handler (the request's handler is running while
+   * any thread of it lives, so no other request starts here). */
+  if (root->live && !root->task && root->conn != NULL)
+    mp_conn_process(root->conn);
 }
 
 void mp_task_client_gone(mp_request *r) {

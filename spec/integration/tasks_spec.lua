@@ -112,7 +112,8 @@ describe("timers", function()
 end)
 
 describe("light threads", function()
-  local server = support.serve(FIXTURE, { "--stats" })
+  local server = support.serve(FIXTURE, { "--stats", "--write-high-water", "64k",
+                                          "--request-memory-limit", "4m" })
 
   local function threads()
     return helpers.stats(server.port).worker.threads
@@ -171,6 +172,49 @@ describe("light threads", function()
 
   it("write the response from a thread, with the handler's req.ctx", function()
     assert.equal("piece1;piece2;piece3;", get(server.port, "/threads/stream"))
+  end)
+
+  it("send what a thread writes as it writes it", function()
+    local conn = helpers.connect(server.port)
+    support.defer(function() conn:close() end)
+    conn:send(helpers.build_request("GET", "/threads/stream?gap=2000"))
+    local deadline = helpers.now() + 1.5
+    while not conn.buf:find("piece1;", 1, true) and conn:fill(deadline) do end
+    assert.truthy(conn.buf:find("piece1;", 1, true), "the first piece waited: " .. conn.buf)
+    assert.falsy(conn.buf:find("piece2;", 1, true))
+    assert.equal("piece1;piece2;piece3;", conn:read_response({ timeout = 10 }).body)
+  end)
+
+  it("read the body as it arrives and wait at the high-water mark", function()
+    local conn = helpers.connect(server.port)
+    support.defer(function() conn:close() end)
+    conn:nodelay()
+    conn:send("POST /threads/io HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+    for _ = 1, 5 do
+      conn:send(("%x\r\n%s\r\n"):format(1000, ("b"):rep(1000)))
+      helpers.nap(0.02)
+    end
+    conn:send("0\r\n\r\n")
+    local body = conn:read_response({ timeout = 10 }).body
+    assert.equal(32 * 65536 + #"read 5000", #body)
+    assert.equal("read 5000", body:sub(-9))
+  end)
+
+  it("a thread past --request-memory-limit fails alone, and its memory comes back", function()
+    local function heap() return helpers.stats(server.port).worker.lua_heap_bytes end
+    assert.equal('[false,"aborted"]', get(server.port, "/threads/memory"))
+    local after_one = heap()
+    for _ = 1, 3 do assert.equal('[false,"aborted"]', get(server.port, "/threads/memory")) end
+    assert.is_true(heap() < after_one + 1024 * 1024, ("heap %d after one, %d after four"):format(
+      after_one, heap()))
+    assert.truthy(server:stderr():find("GET /threads/memory: light thread failed: request memory "
+      .. "limit exceeded", 1, true), server:stderr())
+    assert.equal(0, threads())
+  end)
+
+  it("spawn a thousand at once", function()
+    assert.equal("500500", get(server.port, "/threads/many?n=1000"))
+    assert.equal(0, threads())
   end)
 
   it("are killed when the handler fails", function()
