@@ -176,7 +176,7 @@ describe("light threads", function()
 
   it("send what a thread writes as it writes it", function()
     -- The thread writes a piece every 2 s, the second after its first
-    -- wait: it goes out then, not when the thread ends 4 s later.
+    -- wait: it goes out then, not when the thread ends 2 s later.
     local conn = helpers.connect(server.port)
     support.defer(function() conn:close() end)
     local t0 = helpers.now()
