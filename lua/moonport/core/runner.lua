@@ -107,10 +107,11 @@ function coroutine.wrap(f)
   return function(...) return unwrap(relay(co, co_resume(co, ...))) end
 end
 
---- Suspends the running handler for ms milliseconds (from inside its own
--- coroutines too); other requests go on. Returns true, or nil, "closed"
--- when the sleep was cut short because the client left before the
--- response was complete. ms past 2^53 sleeps 2^53 ms.
+--- Suspends the running handler (or light thread, or timer) for ms
+-- milliseconds (from inside its own coroutines too); other requests go
+-- on. Returns true, or nil, "closed" when the sleep was cut short because
+-- the client left before the response was complete. ms past 2^53 sleeps
+-- 2^53 ms.
 -- @usage moonport.sleep(200)
 function runner.sleep(ms)
   if type(ms) ~= "number" or ms < 0 or ms ~= ms then
@@ -118,7 +119,7 @@ function runner.sleep(ms)
   end
   local rc = mp_sleep(ms)
   if rc == MP_BAD_CONTEXT then
-    error("moonport.sleep: only a request handler can sleep", 2)
+    error("moonport.sleep: only a handler, a light thread or a timer can sleep", 2)
   end
   if rc ~= 0 then fail(rc, "moonport.sleep") end
   if suspend() then return true end
