@@ -117,7 +117,8 @@ uint64_t mp_request_ctx(const mp_request *r, int kind) {
          ((uint64_t)r->slot << MP_CTX_SLOT_SHIFT) | (uint64_t)kind;
 }
 
-mp_request *mp_request_from_ctx(uint64_t ctx, int kind) {
+/* The live record, request or task, a handle of kind `kind` names. */
+static mp_request *lookup(uint64_t ctx, int kind) {
   mp_server *s = mp_server_self;
   /* The tag bit set, and the bits between it and the generation clear. */
   uint64_t top = ctx >> (MP_CTX_GEN_SHIFT + MP_CTX_GEN_BITS);
@@ -128,21 +129,15 @@ mp_request *mp_request_from_ctx(uint64_t ctx, int kind) {
   uint32_t gen = (uint32_t)((ctx >> MP_CTX_GEN_SHIFT) & CTX_GEN_MASK);
   if (slot >= s->nreqs) return NULL;
   mp_request *r = s->reqs[slot];
-  return r->gen == gen && r->live && !r->task ? r : NULL;
-}
-
-mp_request *mp_request_record(uint64_t ctx) {
-  mp_server *s = mp_server_self;
-  uint64_t top = ctx >> (MP_CTX_GEN_SHIFT + MP_CTX_GEN_BITS);
-  if (top != 1ull << (MP_CTX_TAG_BIT - MP_CTX_GEN_SHIFT - MP_CTX_GEN_BITS) ||
-      (int)(ctx & 1) != MP_CTX_REQ || s == NULL)
-    return NULL;
-  uint32_t slot = (uint32_t)((ctx >> MP_CTX_SLOT_SHIFT) & CTX_SLOT_MASK);
-  uint32_t gen = (uint32_t)((ctx >> MP_CTX_GEN_SHIFT) & CTX_GEN_MASK);
-  if (slot >= s->nreqs) return NULL;
-  mp_request *r = s->reqs[slot];
   return r->gen == gen && r->live ? r : NULL;
 }
+
+mp_request *mp_request_from_ctx(uint64_t ctx, int kind) {
+  mp_request *r = lookup(ctx, kind);
+  return r != NULL && !r->task ? r : NULL;
+}
+
+mp_request *mp_request_record(uint64_t ctx) { return lookup(ctx, MP_CTX_REQ); }
 
 mp_request *mp_request_waiter(mp_request *r) {
   mp_request *cur = mp_request_current();
