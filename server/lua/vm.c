@@ -48,6 +48,10 @@
 #endif
 
 #define MAX_POOLED 1024
+/* Light threads started inside one another at once, at most: each start
+ * nests a lua_resume on the C stack. A thread spawned deeper starts on
+ * the next loop turn instead. */
+#define MAX_NESTED_STARTS 100
 
 const mp_vm_host *mp_vm_host_self;
 
@@ -463,6 +467,13 @@ static int start(void *code, mp_request *r, int handler) {
 
 static int resume_waiting(void *code, mp_request *r) {
   mp_vm *vm = code;
+  /* A light thread whose start was put off (native_spawn) starts now,
+   * with the arguments on its stack. */
+  if (r->task && r->handler.unstarted >= 0) {
+    int nargs = r->handler.unstarted;
+    r->handler.unstarted = -1;
+    return resume(vm, r, nargs);
+  }
   /* The wait answers whether the client has just gone (told once, with
    * the request, so that its on_abort functions run). */
   lua_State *co = r->handler.co;
@@ -487,6 +498,7 @@ static int run_timer(void *code, mp_request *task, double id, bool premature,
   lua_State *co = lua_newthread(vm->L);
   task->handler.ref = luaL_ref(vm->L, LUA_REGISTRYINDEX);
   task->handler.co = co;
+  task->handler.unstarted = -1;
   lua_rawgeti(co, LUA_REGISTRYINDEX, vm->timer_ref);
   lua_pushnumber(co, id);
   lua_pushboolean(co, premature);
@@ -501,10 +513,14 @@ static uint64_t handle_of(double h) {
   return h >= 0 && h < 9007199254740992.0 ? (uint64_t)h : 0;
 }
 
+/* How many light threads are being started inside one another now. */
+static unsigned nested_starts;
+
 /* [-(n), +1|2, m] moonport.core.native.spawn(main, ...): a light thread of
  * the record whose code runs now, running main(...) in a coroutine of its
  * own, started at once and run until it first waits or ends (the caller
- * goes on after that). Returns the thread's handle (a number; the record
+ * goes on after that); one spawned while MAX_NESTED_STARTS threads are
+ * being started inside one another starts on the next loop turn. Returns the thread's handle (a number; the record
  * it names is gone once the thread has ended), or nil and a message when
  * no request record is left. Raises outside a request or a task, and
  * when Lua has no memory for the coroutine (before any record is made). */
@@ -530,10 +546,18 @@ static int native_spawn(lua_State *L) {
   }
   t->handler.co = co;
   t->handler.ref = ref;
+  t->handler.unstarted = -1;
   lua_xmove(L, co, n);
   double handle = (double)mp_request_ctx(t, MP_CTX_REQ);
-  int outcome = resume(vm, t, n - 1);
-  if (outcome != MP_CODE_WAITING) mp_task_end(t, outcome);
+  if (nested_starts >= MAX_NESTED_STARTS) {
+    t->handler.unstarted = n - 1;
+    mp_wait_end_soon(t);
+  } else {
+    nested_starts++;
+    int outcome = resume(vm, t, n - 1);
+    nested_starts--;
+    if (outcome != MP_CODE_WAITING) mp_task_end(t, outcome);
+  }
   lua_pushnumber(L, handle);
   return 1;
 }

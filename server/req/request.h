@@ -93,11 +93,13 @@ struct mp_request {
 
   /* The handler. */
   /* The running handler as the code keeps it (lua/vm.c: its coroutine,
-   * NULL when none, and the coroutine's registry reference). Only the
-   * code (mp_code_ops) writes it. */
+   * NULL when none, the coroutine's registry reference, and for a task
+   * whose start was put off, how many arguments its function takes when
+   * it starts, or -1). Only the code (mp_code_ops) writes it. */
   struct {
     void *co;
     int ref;
+    int unstarted;
   } handler;
   bool running;    /* the handler has not returned yet */
   const mp_wait_ops *wait; /* what its handler waits on (wait.h), or NULL */

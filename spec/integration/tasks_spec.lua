@@ -215,6 +215,11 @@ describe("light threads", function()
     assert.equal(0, threads())
   end)
 
+  it("spawn one inside another a thousand deep", function()
+    assert.equal("1000", get(server.port, "/threads/deep?n=1000"))
+    assert.equal(0, threads())
+  end)
+
   it("spawn a thousand at once", function()
     assert.equal("500500", get(server.port, "/threads/many?n=1000"))
     assert.equal(0, threads())
