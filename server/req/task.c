@@ -10,6 +10,8 @@
  */
 #include "task.h"
 
+#include <assert.h>
+
 #include "conn.h"
 #include "park.h"
 #include "wait.h"
@@ -78,6 +80,7 @@ void mp_task_end(mp_request *t, int outcome) {
 }
 
 void mp_task_kill(mp_request *t) {
+  assert(mp_request_current() != t && "a task killed while its code runs");
   if (t->kids != NULL) mp_task_kill_kids(t);
   mp_wait_cancel(t);
   t->srv->code_ops->abandon(t->code, t);
