@@ -10,10 +10,13 @@
 -- - core/shared.lua (moonport.shared and the mock's stores),
 --   core/regex.lua, core/fs.lua, core/time.lua, core/mock.lua (the
 --   mock's settings), core/log.lua (moonport.log), core/app.lua (apps and
---   the files they load).
+--   the files they load);
+-- - core/task.lua: moonport.timer, moonport.thread and moonport.semaphore,
+--   with the classic functions server/lua/vm.c registers for it as
+--   moonport.core.native (spawning and killing light threads).
 --
--- server/lua/vm.c sets DONE here, and uses WAIT, run, forget, track_loads
--- and export.
+-- server/lua/vm.c sets DONE here, and uses WAIT, run, forget, timer_run,
+-- track_loads and export.
 -- @module moonport.core
 
 local base = require("moonport.core.base")
@@ -23,11 +26,16 @@ local shared = require("moonport.core.shared")
 local regex = require("moonport.core.regex")
 local fs = require("moonport.core.fs")
 local app = require("moonport.core.app")
+local task = require("moonport.core.task")
 
 return {
   WAIT = runner.WAIT,
   run = runner.run,
   forget = base.forget,
+  timer_run = task.timer_main,
+  timer = task.timer,
+  thread = task.thread,
+  semaphore = task.semaphore,
   sleep = runner.sleep,
   log = require("moonport.core.log").log,
   shared = shared.shared,

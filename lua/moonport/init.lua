@@ -57,6 +57,10 @@ moonport.sleep = core.sleep
 moonport.log = core.log
 moonport.shared = core.shared
 moonport.json = require("moonport.json")
+-- Timers, light threads and semaphores (core/task.lua).
+moonport.timer = core.timer
+moonport.thread = core.thread
+moonport.semaphore = core.semaphore
 
 --- Outbound sockets with OpenResty's cosocket API.
 -- @usage local sock = moonport.socket.tcp()

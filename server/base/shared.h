@@ -46,6 +46,9 @@ typedef struct mp_worker_slot {
 /* mp_worker_slot.route while the worker loads the app (at startup or on
  * a reload): the master holds it to --load-timeout. */
 #define MP_SLOT_LOADING (-2)
+/* mp_worker_slot.route while a timer's function (or a light thread of
+ * one) runs: held to --handler-timeout like a handler. */
+#define MP_SLOT_TIMER (-3)
 
 /* What the last reloads did, written by the master only and read by the
  * workers for the stats endpoint. Readers take no lock: a read racing a

@@ -88,13 +88,15 @@ int mp_stats_json(mp_server *s, mp_buf *out) {
                "\"connections\":{\"open\":%u,\"accepted\":%llu,\"refused\":%llu,"
                "\"unsent_bytes\":%zu},"
                "\"lua_heap_bytes\":%zu,\"mallocs\":%llu,"
-               "\"memory_limit_hits\":%llu},",
+               "\"memory_limit_hits\":%llu,\"threads\":%u,"
+               "\"timers\":{\"pending\":%u,\"running\":%u}},",
                s->id, (int)getpid(), (unsigned long long)st->requests, s->nconns,
                (unsigned long long)st->accepted,
                (unsigned long long)st->refused, mp_conn_unsent_all(s),
                s->code_ops->heap_size(s->code),
                (unsigned long long)mp_malloc_count,
-               (unsigned long long)st->memory_limit_hits);
+               (unsigned long long)st->memory_limit_hits, s->nthreads,
+               s->ntimers, s->ntimer_runs);
   if (rc == 0) rc = store_json(s, out, "shared", MP_STORE_SHARED);
   if (rc == 0) rc = store_json(s, out, "mock_state", MP_STORE_MOCK);
   if (rc == 0) rc = store_json(s, out, "mock_journal", MP_STORE_JOURNAL);

@@ -236,6 +236,43 @@ int mp_sock_counts(int *in_use, int *idle);
  * ("connection refused", "connection reset by peer"). Static text. */
 const char *mp_sock_strerror(int rc);
 
+/* ---- Timers, light threads and semaphores (ffi/task.c) ---- */
+
+/* The code running now is a request's handler or a task (a light thread,
+ * a timer's run: req/task.h), named to Lua by a handle of the same form
+ * as a req. Lua parks and unparks such records to build
+ * moonport.thread.wait and moonport.semaphore on (req/park.h); the
+ * classic functions lua/vm.c registers as moonport.core.native spawn and
+ * kill light threads, since starting one runs Lua. */
+
+/* The handle of the record whose code runs now (a request or a task), or
+ * 0 when none (the app loading). */
+double mp_task_self(void);
+/* Parks the record whose code runs now for at most ms milliseconds (a
+ * negative ms: until unparked); children = 1: the end of one of its light
+ * threads unparks it too. The caller must yield right after a 0 return;
+ * it is resumed when unparked, when ms pass, or when its request's client
+ * leaves (the wait then answers "closed"). MP_BAD_CONTEXT when no record's
+ * code runs, MP_STATE when it cannot wait now, MP_INVALID for a NaN ms. */
+int mp_task_park(double ms, int children);
+/* Resumes the parked record `handle` names on the next loop turn. 0, or
+ * MP_STATE when it is not parked, MP_BAD_CONTEXT when it has ended. */
+int mp_task_unpark(double handle);
+/* 1 while the record `handle` names lives, else 0. */
+int mp_task_alive(double handle);
+/* How many light threads of the record whose code runs now are live. */
+int mp_task_children(void);
+/* A timer of the code running now (or loading): the function that code
+ * keeps as id runs after delay_ms, then every interval_ms when that is
+ * over 0 (both capped at 2^53). 0, MP_STATE when the worker is stopping,
+ * MP_DECLINED when the code running has been replaced by a reload,
+ * MP_INVALID for a negative or NaN delay or interval, MP_NOMEM. Outside a
+ * worker (the master's check of the app, --check) it is accepted and
+ * never runs. */
+int mp_timer_start(double id, double delay_ms, double interval_ms);
+/* Timers of this worker pending or running now. */
+int mp_timer_count(void);
+
 /* ---- The app's files (ffi/app.c) ---- */
 
 /* The app loaded the file at path: a worker tells the master, which

@@ -11,6 +11,13 @@
  * which makes that yield return them. req and res are numbers (request
  * contexts, see request.h), so a request allocates nothing in Lua to start. A fresh coroutine gets core.run
  * pushed below the same three values.
+ *
+ * Tasks (req/task.h) run in coroutines of their own, never pooled: a light
+ * thread's runs the function moonport.thread.spawn passed to
+ * moonport.core.native.spawn (below), a timer's runs core.timer_run; each
+ * returns (ok, message) when it ends. Light threads start inside a Lua
+ * call (spawn runs the new thread at once, until it first waits or ends),
+ * so resume() nests: it restores the charge and the heartbeat it found.
  */
 #include "vm.h"
 
@@ -30,6 +37,8 @@
 #include "json.h"
 #include "request.h"
 #include "router.h"
+#include "task.h"
+#include "timer.h"
 
 #ifndef MP_LUA_DIR
 #define MP_LUA_DIR "lua"
@@ -39,6 +48,10 @@
 #endif
 
 #define MAX_POOLED 1024
+/* Light threads started inside one another at once, at most: each start
+ * nests a lua_resume on the C stack. A thread spawned deeper starts on
+ * the next loop turn instead. */
+#define MAX_NESTED_STARTS 100
 
 const mp_vm_host *mp_vm_host_self;
 
@@ -51,6 +64,7 @@ struct mp_vm {
   mp_lua_heap heap;
   int run_ref; /* core.run */
   int forget_ref; /* core.forget */
+  int timer_ref; /* core.timer_run */
   void *wait_marker; /* core.WAIT: what a handler waiting on the core yields */
   lua_State *pool[MAX_POOLED];
   int pool_refs[MAX_POOLED];
@@ -108,6 +122,24 @@ static void set_path(lua_State *L, const char *app) {
   lua_pop(L, 2);
 }
 
+static int native_spawn(lua_State *L);
+static int native_kill(lua_State *L);
+
+/* [-0, +0, m] Registers the functions lua/moonport/core/task.lua calls
+ * through the classic API, as the module moonport.core.native: they run
+ * Lua (a light thread starts at once), which an FFI call must not. */
+static void register_native(lua_State *L) {
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "loaded");
+  lua_createtable(L, 0, 2);
+  lua_pushcfunction(L, native_spawn);
+  lua_setfield(L, -2, "spawn");
+  lua_pushcfunction(L, native_kill);
+  lua_setfield(L, -2, "kill");
+  lua_setfield(L, -2, "moonport.core.native");
+  lua_pop(L, 2);
+}
+
 /* Copies a Lua error message into err as one line. */
 static void error_line(char *err, size_t errlen, const char *msg) {
   snprintf(err, errlen, "%s", msg ? msg : "unknown error");
@@ -131,6 +163,7 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
 
   /* core.export(app) checks the script's result and returns its routes as
    * an array of {method, pattern, handler, line}. */
+  register_native(L);
   lua_getglobal(L, "require");
   lua_pushstring(L, "moonport.core");
   if (lua_pcall(L, 1, 1, 0) != 0) {
@@ -147,6 +180,8 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
   vm->run_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "forget");
   vm->forget_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "timer_run");
+  vm->timer_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "track_loads");
   lua_call(L, 0, 0);
   lua_getfield(L, -1, "export");
@@ -246,6 +281,8 @@ mp_vm *mp_vm_open(const mp_vm_host *host, const char *app, char *err,
   return vm;
 
 err:
+  /* Timers the app made while it loaded belong to code that never was. */
+  if (mp_server_self != NULL) mp_timer_discard_unbound(mp_server_self);
   mp_vm_close(vm);
   return NULL;
 }
@@ -277,22 +314,37 @@ static unsigned release(void *code) {
 /* [-0, +0, -] A handler ended without returning to core.run (it failed
  * past its xpcall, or was stopped): drops its coroutine, and what Lua kept
  * for its request (core.forget), which core.run drops otherwise. Called
- * with no Lua running; core.forget only clears table entries. */
+ * with no Lua running; core.forget only clears table entries. A task's
+ * coroutine is dropped alone (Lua keeps nothing under a task's handle),
+ * which touches the registry only: a light thread killed from Lua
+ * (native_kill) is dropped while its parent's coroutine runs. */
 static void drop(mp_vm *vm, mp_request *r) {
   lua_State *L = vm->L;
   luaL_unref(L, LUA_REGISTRYINDEX, r->handler.ref);
   r->handler.co = NULL;
+  if (r->task) return;
   lua_rawgeti(L, LUA_REGISTRYINDEX, vm->forget_ref);
   lua_pushnumber(L, (lua_Number)mp_request_ctx(r, MP_CTX_REQ));
   if (lua_pcall(L, 1, 0, 0) != 0) lua_pop(L, 1);
 }
 
+/* Logs a failure with its route: "GET /x: handler failed: ...", "GET /x:
+ * light thread failed: ...", "timer failed: ...", "timer: light thread
+ * failed: ...". A handler's message is also kept for --debug. */
 static void log_failure(mp_vm *vm, mp_request *r, const char *msg) {
-  const mp_route *route = r->match.route;
+  if (msg == NULL) msg = "(error object is not a string)";
+  const mp_request *root = mp_task_root(r);
+  const char *what = !r->task ? "handler failed"
+                     : r->timer_run ? "timer failed"
+                     : "light thread failed";
+  if (root->task) {
+    mp_log(MP_LOG_ERROR, "%s%s: %s", root == r ? "" : "timer: ", what, msg);
+    return;
+  }
+  const mp_route *route = root->match.route;
   const char *method = llhttp_method_name((llhttp_method_t)route->method);
-  mp_log(MP_LOG_ERROR, "%s %s: handler failed: %s", method, route->pattern,
-         msg ? msg : "(error object is not a string)");
-  error_line(vm->error, sizeof vm->error, msg);
+  mp_log(MP_LOG_ERROR, "%s %s: %s: %s", method, route->pattern, what, msg);
+  if (!r->task) error_line(vm->error, sizeof vm->error, msg);
 }
 
 /* A handler went past its memory limit: log it, and give the garbage it
@@ -310,23 +362,63 @@ static void over_limit(mp_vm *vm, mp_request *r) {
   lua_gc(vm->L, LUA_GCCOLLECT, 0);
 }
 
+/* What the heartbeat says r runs: its route, or that a timer runs. */
+static int32_t slot_route(mp_request *r) {
+  const mp_request *root = mp_task_root(r);
+  return root->task ? MP_SLOT_TIMER : (int32_t)root->match.route->index;
+}
+
+/* A task's coroutine stopped other than in a wait: it returned (ok,
+ * message), failed past its own xpcall, or yielded outside the moonport
+ * API. Logs a failure and drops the coroutine. */
+static int task_over(mp_vm *vm, mp_request *r, int st) {
+  lua_State *co = r->handler.co;
+  int outcome = MP_CODE_FAILED;
+  if (r->charge.lua_exceeded) {
+    /* Dropped first: a coroutine that failed keeps its stack, and with it
+     * what it allocated, which the collection must find garbage. */
+    drop(vm, r);
+    over_limit(vm, r);
+    return outcome;
+  }
+  if (st == 0 && lua_toboolean(co, 1))
+    outcome = MP_CODE_DONE;
+  else if (st == 0)
+    log_failure(vm, r, lua_tostring(co, 2));
+  else if (st == LUA_YIELD)
+    log_failure(vm, r, "yielded outside the moonport API");
+  else
+    log_failure(vm, r, lua_tostring(co, -1));
+  drop(vm, r);
+  return outcome;
+}
+
 /* Resumes r's coroutine with the nargs values on its stack. */
 static int resume(mp_vm *vm, mp_request *r, int nargs) {
   lua_State *co = r->handler.co;
   mp_charge *was = mp_charge_switch(&r->charge);
   /* The heartbeat: the master kills a worker whose handler runs past
    * --handler-timeout without coming back here (see master.c). The route
-   * is written first, so a reader that sees the time sees its route. */
+   * is written first, so a reader that sees the time sees its route. A
+   * light thread started inside its parent's run (native_spawn) is part
+   * of that run: the heartbeat it found stays. */
   mp_worker_slot *slot = vm->host->slot;
-  if (slot != NULL) {
+  bool beat = slot != NULL && slot->busy_since_ms == 0;
+  if (beat) {
     slot->generation = vm->generation;
-    slot->route = (int32_t)r->match.route->index;
+    slot->route = slot_route(r);
     slot->busy_since_ms = mp_shared_now_ms();
   }
   int st = lua_resume(co, nargs);
-  if (slot != NULL) slot->busy_since_ms = 0;
+  if (beat) slot->busy_since_ms = 0;
   mp_charge_switch(was);
 
+  if (st == LUA_YIELD && r->wait != NULL && lua_gettop(co) == 1 &&
+      lua_touserdata(co, 1) == vm->wait_marker) {
+    lua_settop(co, 0);
+    return MP_CODE_WAITING;
+  }
+  if (r->task) return task_over(vm, r, st);
   if (st == LUA_YIELD && lua_gettop(co) >= 2 &&
       lua_touserdata(co, 1) == &done_marker) {
     int ok = lua_toboolean(co, 2) && !r->charge.lua_exceeded;
@@ -343,11 +435,6 @@ static int resume(mp_vm *vm, mp_request *r, int nargs) {
       luaL_unref(vm->L, LUA_REGISTRYINDEX, r->handler.ref);
     }
     return ok ? MP_CODE_DONE : MP_CODE_FAILED;
-  }
-  if (st == LUA_YIELD && r->wait != NULL && lua_gettop(co) == 1 &&
-      lua_touserdata(co, 1) == vm->wait_marker) {
-    lua_settop(co, 0);
-    return MP_CODE_WAITING;
   }
   if (r->charge.lua_exceeded)
     over_limit(vm, r);
@@ -380,6 +467,13 @@ static int start(void *code, mp_request *r, int handler) {
 
 static int resume_waiting(void *code, mp_request *r) {
   mp_vm *vm = code;
+  /* A light thread whose start was put off (native_spawn) starts now,
+   * with the arguments on its stack. */
+  if (r->task && r->handler.unstarted >= 0) {
+    int nargs = r->handler.unstarted;
+    r->handler.unstarted = -1;
+    return resume(vm, r, nargs);
+  }
   /* The wait answers whether the client has just gone (told once, with
    * the request, so that its on_abort functions run). */
   lua_State *co = r->handler.co;
@@ -396,10 +490,104 @@ static void abandon(void *code, mp_request *r) {
   if (r->handler.co != NULL) drop(vm, r);
 }
 
+/* Runs a timer's function: core.timer_run(id, premature, last) in a new
+ * coroutine, with no Lua running (a loop callback). */
+static int run_timer(void *code, mp_request *task, double id, bool premature,
+                     bool last) {
+  mp_vm *vm = code;
+  lua_State *co = lua_newthread(vm->L);
+  task->handler.ref = luaL_ref(vm->L, LUA_REGISTRYINDEX);
+  task->handler.co = co;
+  task->handler.unstarted = -1;
+  lua_rawgeti(co, LUA_REGISTRYINDEX, vm->timer_ref);
+  lua_pushnumber(co, id);
+  lua_pushboolean(co, premature);
+  lua_pushboolean(co, last);
+  return resume(vm, task, 3);
+}
+
+/* A handle passed from Lua as a double: 0 when it cannot be one (the
+ * conversion of a negative, NaN or huge double to an integer would be
+ * undefined). */
+static uint64_t handle_of(double h) {
+  return h >= 0 && h < 9007199254740992.0 ? (uint64_t)h : 0;
+}
+
+/* How many light threads are being started inside one another now. */
+static unsigned nested_starts;
+
+/* [-(n), +1|2, m] moonport.core.native.spawn(main, ...): a light thread of
+ * the record whose code runs now, running main(...) in a coroutine of its
+ * own, started at once and run until it first waits or ends (the caller
+ * goes on after that); one spawned while MAX_NESTED_STARTS threads are
+ * being started inside one another starts on the next loop turn. Returns the thread's handle (a number; the record
+ * it names is gone once the thread has ended), or nil and a message when
+ * no request record is left. Raises outside a request or a task, and
+ * when Lua has no memory for the coroutine (before any record is made). */
+static int native_spawn(lua_State *L) {
+  int n = lua_gettop(L);
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  mp_request *parent = mp_request_current();
+  if (parent == NULL || !parent->running || parent->code == NULL)
+    return luaL_error(L, "moonport.thread.spawn: only a handler, a light "
+                      "thread or a timer can spawn a light thread");
+  mp_vm *vm = parent->code;
+  /* Whatever may raise comes first, while nothing needs undoing. */
+  lua_State *co = lua_newthread(L);
+  if (!lua_checkstack(co, n))
+    return luaL_error(L, "moonport.thread.spawn: too many arguments");
+  int ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  mp_request *t = mp_task_new(parent->srv, parent, vm);
+  if (t == NULL) {
+    luaL_unref(L, LUA_REGISTRYINDEX, ref);
+    lua_pushnil(L);
+    lua_pushliteral(L, "no request record left");
+    return 2;
+  }
+  t->handler.co = co;
+  t->handler.ref = ref;
+  t->handler.unstarted = -1;
+  lua_xmove(L, co, n);
+  double handle = (double)mp_request_ctx(t, MP_CTX_REQ);
+  if (nested_starts >= MAX_NESTED_STARTS) {
+    t->handler.unstarted = n - 1;
+    mp_wait_end_soon(t);
+  } else {
+    nested_starts++;
+    int outcome = resume(vm, t, n - 1);
+    nested_starts--;
+    if (outcome != MP_CODE_WAITING) mp_task_end(t, outcome);
+  }
+  lua_pushnumber(L, handle);
+  return 1;
+}
+
+/* [-1, +1|2, -] moonport.core.native.kill(handle): ends the light thread
+ * the handle names, with its own threads, without resuming it. Returns
+ * true; false when the thread has already ended; nil, "killer not
+ * parent" when the code running now did not spawn it. */
+static int native_kill(lua_State *L) {
+  mp_request *t = mp_request_record(handle_of(luaL_checknumber(L, 1)));
+  if (t == NULL || !t->task) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  mp_request *self = mp_request_current();
+  if (self == NULL || t->parent != self) {
+    lua_pushnil(L);
+    lua_pushliteral(L, "killer not parent");
+    return 2;
+  }
+  mp_task_kill(t);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static void close_code(void *code) { mp_vm_close(code); }
 
 const mp_code_ops mp_vm_code_ops = {
     .start = start,
+    .run_timer = run_timer,
     .resume = resume_waiting,
     .abandon = abandon,
     .hold = hold,

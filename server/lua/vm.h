@@ -59,9 +59,10 @@ const char *mp_vm_library_dir(void);
 mp_router *mp_vm_router(const mp_vm *vm);
 
 /* How a server runs handlers on a VM (server.h): start, resume and
- * abandon handlers, hold and release the VM, its last error, its heap's
- * size. Resuming a handler makes its wait return true, and the request's
- * context when the client has just gone (told once). */
+ * abandon handlers and tasks, run a timer's function, hold and release
+ * the VM, its last error, its heap's size. Resuming a handler (or task)
+ * makes its wait return true, and the request's context when the client
+ * has just gone (told once). */
 extern const mp_code_ops mp_vm_code_ops;
 
 #endif

@@ -349,7 +349,8 @@ static void on_patrol(uv_timer_t *t) {
     }
     /* The master knows the routes of the current code only. */
     bool current = slot->generation == mp_shared_reload(m->shared)->generation;
-    const char *name = !current ? "a handler of code since reloaded"
+    const char *name = route == MP_SLOT_TIMER ? "a timer"
+                       : !current ? "a handler of code since reloaded"
                        : route >= 0 && (unsigned)route < m->nroutes
                            ? m->route_names[route]
                            : "a handler";

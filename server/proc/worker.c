@@ -31,6 +31,7 @@
 #include "request.h"
 #include "socket.h"
 #include "stats_endpoint.h"
+#include "timer.h"
 
 static void on_sweep(uv_timer_t *t) {
   mp_worker *w = t->data;
@@ -79,8 +80,13 @@ static void stop_now(mp_worker *w) {
 
 static void on_drain_timeout(uv_timer_t *t) {
   mp_worker *w = t->data;
-  mp_log(MP_LOG_WARN, "shutdown: %u connection%s still busy after %.1f s, "
-         "closing them", w->srv.nconns, w->srv.nconns == 1 ? "" : "s",
+  unsigned timers = mp_timer_total(&w->srv);
+  char also[64] = "";
+  if (timers > 0)
+    snprintf(also, sizeof also, " and %u timer%s", timers,
+             timers == 1 ? "" : "s");
+  mp_log(MP_LOG_WARN, "shutdown: %u connection%s%s still busy after %.1f s, "
+         "closing them", w->srv.nconns, w->srv.nconns == 1 ? "" : "s", also,
          (double)w->cfg->shutdown_timeout_ms / 1000.0);
   stop_now(w);
 }
@@ -90,8 +96,8 @@ static void on_drained(mp_server *s) { stop_now((mp_worker *)s); }
 
 /* The first SIGTERM (or the master going away) drains: no new
  * connections, idle ones close, busy ones close after the response in
- * flight. A second one, or the shutdown timeout, closes everything at
- * once. */
+ * flight, pending timers fire at once (premature) and run to their end. A
+ * second one, or the shutdown timeout, closes everything at once. */
 static void drain(mp_worker *w) {
   if (w->srv.stopping) {
     stop_now(w);
@@ -100,7 +106,8 @@ static void drain(mp_worker *w) {
   w->srv.stopping = true;
   uv_close((uv_handle_t *)&w->listener, NULL);
   mp_conn_drain_all(&w->srv);
-  if (w->srv.nconns == 0 && w->srv.ndetached == 0) {
+  mp_timer_stopping(&w->srv);
+  if (!mp_server_busy(&w->srv)) {
     stop_now(w);
     return;
   }

@@ -46,6 +46,7 @@
 #include "request.h"
 #include "response.h"
 #include "stream.h"
+#include "task.h"
 
 #define HIGH_WATER (1024 * 1024)
 #define LINGER_MS 2000
@@ -154,10 +155,13 @@ size_t mp_conn_unsent_all(const mp_server *s) {
 
 /* Something changed on the connection's side (its output drained, body
  * bytes came): a handler whose wait that ends gets its next turn, from
- * the loop, never from inside the path that noticed. */
+ * the loop, never from inside the path that noticed; so does a light
+ * thread of it waiting on the same thing (on its own timer). */
 static void defer(mp_conn *c);
 static void wake_later(mp_conn *c) {
-  if (c->req != NULL && mp_wait_ready(c->req)) defer(c);
+  if (c->req == NULL) return;
+  if (mp_wait_ready(c->req)) defer(c);
+  if (c->req->kids != NULL) mp_task_wake_ready(c->req);
 }
 
 static bool handler_running(const mp_conn *c) {

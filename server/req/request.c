@@ -15,6 +15,7 @@
 #include "response.h"
 #include "stats.h"
 #include "str.h"
+#include "task.h"
 
 /* Buffers bigger than these go back to malloc when a request ends. */
 #define KEEP_BODY (64 * 1024)
@@ -69,6 +70,9 @@ mp_request *mp_request_acquire(mp_server *s, mp_conn *c) {
   r->started = r->body_done = r->draining = r->continue_sent = false;
   r->trailers.len = 0;
   r->in_trailer = r->trailer_value = false;
+  r->task = r->timer_run = r->park_children = false;
+  r->parent = r->kids = r->sib_prev = r->sib_next = NULL;
+  r->nkids = 0;
   r->charge = (mp_charge){.owner = r};
   return r;
 }
@@ -77,7 +81,11 @@ static void unlink_detached(mp_request *r);
 
 void mp_request_release(mp_request *r) {
   mp_server *s = r->srv;
-  if (r->live && r->conn == NULL) unlink_detached(r);
+  if (r->kids != NULL) mp_task_kill_kids(r); /* none outlives its parent */
+  if (r->task)
+    mp__task_unlink(r);
+  else if (r->live && r->conn == NULL)
+    unlink_detached(r);
   if (r->outbound != NULL && s->release_outbound != NULL)
     s->release_outbound(r);
   r->gen++;
@@ -109,7 +117,8 @@ uint64_t mp_request_ctx(const mp_request *r, int kind) {
          ((uint64_t)r->slot << MP_CTX_SLOT_SHIFT) | (uint64_t)kind;
 }
 
-mp_request *mp_request_from_ctx(uint64_t ctx, int kind) {
+/* The live record, request or task, a handle of kind `kind` names. */
+static mp_request *lookup(uint64_t ctx, int kind) {
   mp_server *s = mp_server_self;
   /* The tag bit set, and the bits between it and the generation clear. */
   uint64_t top = ctx >> (MP_CTX_GEN_SHIFT + MP_CTX_GEN_BITS);
@@ -121,6 +130,18 @@ mp_request *mp_request_from_ctx(uint64_t ctx, int kind) {
   if (slot >= s->nreqs) return NULL;
   mp_request *r = s->reqs[slot];
   return r->gen == gen && r->live ? r : NULL;
+}
+
+mp_request *mp_request_from_ctx(uint64_t ctx, int kind) {
+  mp_request *r = lookup(ctx, kind);
+  return r != NULL && !r->task ? r : NULL;
+}
+
+mp_request *mp_request_record(uint64_t ctx) { return lookup(ctx, MP_CTX_REQ); }
+
+mp_request *mp_request_waiter(mp_request *r) {
+  mp_request *cur = mp_request_current();
+  return cur != NULL && mp_task_root(cur) == r ? cur : NULL;
 }
 
 static void free_on_close(uv_handle_t *h) { free(h->data); }
@@ -148,6 +169,9 @@ void mp_request_free_all(mp_server *s) {
 static bool settle(mp_request *r, int outcome) {
   if (outcome == MP_CODE_WAITING) return false;
   r->running = false;
+  /* A handler that returned has waited for its light threads; one that
+   * failed leaves them behind, and they die with it. */
+  if (r->kids != NULL) mp_task_kill_kids(r);
   if (outcome == MP_CODE_FAILED) {
     const char *text = r->srv->cfg->debug ? r->srv->code_ops->error(r->code)
                                         : "internal server error";
@@ -255,6 +279,10 @@ static void finish_detached(mp_request *r) {
 
 void mp_request_wake(mp_request *r) {
   r->wait = NULL;
+  if (r->task) {
+    mp_task_resume(r);
+    return;
+  }
   mp_conn *c = r->conn;
   mp_charge *was = mp_charge_switch(&r->charge);
   bool over = settle(r, r->srv->code_ops->resume(r->code, r));
@@ -313,9 +341,11 @@ int mp_request_trailer(mp_request *r, int what, const char *p, size_t n) {
   return mp_buf_append(b, "\n", 1);
 }
 
-/* A body read: the handler waits for more of the body. */
-static bool body_ready(const mp_request *r) {
-  return r->body.len > 0 || r->body_done;
+/* A body read: the handler (or one of its light threads) waits for more
+ * of its request's body. */
+static bool body_ready(const mp_request *w) {
+  const mp_request *r = mp_task_root((mp_request *)w);
+  return r->body.len > 0 || r->body_done || r->conn == NULL;
 }
 
 static const mp_wait_ops reading = {
@@ -334,12 +364,14 @@ int mp_request_read(mp_request *r, const char **out) {
   }
   if (r->body_done) return 0;
   if (r->conn == NULL) return MP_CLOSED;
+  mp_request *w = mp_request_waiter(r);
+  if (w == NULL) return MP_STATE;
   if (r->msg.expect_continue && r->res == MP_RES_NEW) {
     if (mp_conn_continue(r->conn) != 0) return MP_NOMEM;
     r->msg.expect_continue = false;
     r->continue_sent = true;
   }
-  int rc = mp_wait_begin(r, &reading);
+  int rc = mp_wait_begin(w, &reading);
   return rc != 0 ? rc : MP_AGAIN;
 }
 
@@ -394,12 +426,15 @@ void mp_request_detach(mp_request *r) {
   s->detached = r;
   s->ndetached++;
   /* Waits on the client end now; so does a sleep when the handler still
-   * owes an answer, so that it learns at once that nobody waits for it. */
+   * owes an answer, so that it learns at once that nobody waits for it.
+   * Its light threads are told alike. */
   mp_wait_client_gone(r);
+  if (r->kids != NULL) mp_task_client_gone(r);
 }
 
 /* Ends a detached handler without resuming it. */
 static void stop_detached(mp_request *r) {
+  if (r->kids != NULL) mp_task_kill_kids(r);
   mp_wait_cancel(r);
   r->srv->code_ops->abandon(r->code, r);
   r->running = false;
@@ -428,5 +463,6 @@ void mp_request_sweep(mp_server *s) {
 
 void mp_request_close_all(mp_server *s) {
   while (s->detached != NULL) stop_detached(s->detached);
+  mp_task_kill_all(s);
   for (uint32_t i = 0; i < s->nreqs; i++) uv_timer_stop(&s->reqs[i]->timer);
 }

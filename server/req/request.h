@@ -16,6 +16,12 @@
  * waits on the client fail from then on, and whatever it answers goes
  * nowhere. A detached handler that is still running --shutdown-timeout
  * later is stopped where it waits.
+ *
+ * A task (task.h) is a record without a connection: a light thread a
+ * handler (or another task) spawned, or a timer's run. It has its own
+ * coroutine, wait, timer and charge, so every wait works inside it as in
+ * a handler; it never reaches the detached list, the access log or the
+ * stats, and no req or res handle names it.
  */
 #ifndef MP_REQUEST_H
 #define MP_REQUEST_H
@@ -87,11 +93,13 @@ struct mp_request {
 
   /* The handler. */
   /* The running handler as the code keeps it (lua/vm.c: its coroutine,
-   * NULL when none, and the coroutine's registry reference). Only the
-   * code (mp_code_ops) writes it. */
+   * NULL when none, the coroutine's registry reference, and for a task
+   * whose start was put off, how many arguments its function takes when
+   * it starts, or -1). Only the code (mp_code_ops) writes it. */
   struct {
     void *co;
     int ref;
+    int unstarted;
   } handler;
   bool running;    /* the handler has not returned yet */
   const mp_wait_ops *wait; /* what its handler waits on (wait.h), or NULL */
@@ -100,6 +108,18 @@ struct mp_request {
   /* The outbound sockets its code holds (upstream/'s, opaque here): the
    * server's release_outbound closes or pools them when r is released. */
   void *outbound;
+
+  /* Tasks (task.h). A request or a task is the parent of the tasks it
+   * spawned, which end before it does (its code waits for them, or they
+   * are killed with it). */
+  bool task;            /* a task: no connection, no response */
+  bool timer_run;       /* a task that runs a timer's function */
+  bool park_children;   /* parked (park.h): a child's end wakes it too */
+  mp_request *parent;   /* the record that spawned it; NULL for a timer's */
+  mp_request *kids;     /* its live tasks, newest first */
+  mp_request *sib_prev; /* on its parent's kids list */
+  mp_request *sib_next;
+  unsigned nkids;
 
   mp_hfield fields[]; /* limits.max_headers entries, msg.fields points here */
 };
@@ -143,9 +163,19 @@ static inline mp_request *mp_request_current(void) {
 uint64_t mp_request_ctx(const mp_request *r, int kind);
 
 /* The live request a handle names, or NULL when it has finished (or ctx
- * is not a handle at all). The handle must name the object `kind`
- * (MP_CTX_REQ or MP_CTX_RES) too. */
+ * is not a handle at all, or names a task). The handle must name the
+ * object `kind` (MP_CTX_REQ or MP_CTX_RES) too. */
 mp_request *mp_request_from_ctx(uint64_t ctx, int kind);
+
+/* The live record, request or task, that the handle mp_request_ctx(r,
+ * MP_CTX_REQ) of a record names, or NULL. */
+mp_request *mp_request_record(uint64_t ctx);
+
+/* The record that waits for r's client on behalf of the code running now:
+ * the current record when r is at the root of its parent chain (r's
+ * handler, or one of its light threads), otherwise NULL (code that holds
+ * another request's handle cannot wait on that request's client). */
+mp_request *mp_request_waiter(mp_request *r);
 
 /* The path r asked for: the target up to '?', as sent ("/" for an
  * absolute-form target without one). Valid while r lives. */
@@ -181,15 +211,17 @@ void mp_request_account(mp_request *r);
 /* The next body bytes for the handler: their length (valid until the
  * next parse), 0 at the end of the body, MP_CLOSED when the client has
  * gone before sending the rest, or MP_AGAIN: none yet, and the caller must
- * yield until the core resumes it. The first wait sends 100 Continue when
- * the client asked for it. */
+ * yield until the core resumes it (the wait is the current record's: r's
+ * handler or one of its light threads; MP_STATE when the code running now
+ * is neither). The first wait sends 100 Continue when the client asked
+ * for it. */
 int mp_request_read(mp_request *r, const char **out);
 
 /* A piece of a trailer field from the parser (MP_H1_TRAILER_*). Fields
  * that must not be trailers are dropped. Returns 0 or MP_NOMEM. */
 int mp_request_trailer(mp_request *r, int what, const char *p, size_t n);
 
-/* Resumes r's handler after its wait is over. Runs Lua. */
+/* Resumes r's handler (or task) after its wait is over. Runs Lua. */
 void mp_request_wake(mp_request *r);
 
 /* r's connection is closing while its handler still runs: r goes on
@@ -201,8 +233,8 @@ void mp_request_detach(mp_request *r);
  * client left; the worker calls it once a second. */
 void mp_request_sweep(mp_server *s);
 
-/* Shutdown: stops every detached handler and every sleeping handler's
- * timer. */
+/* Shutdown: stops every detached handler, every task, and every
+ * sleeping handler's timer. */
 void mp_request_close_all(mp_server *s);
 /* Frees every request record; call once the loop has stopped. */
 void mp_request_free_all(mp_server *s);

@@ -20,6 +20,7 @@
 #include "http1_out.h"
 #include "log.h"
 #include "str.h"
+#include "task.h"
 
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define APPLICATION_JSON "application/json"
@@ -316,10 +317,12 @@ void mp_response_error_with(mp_request *r, int status, const char *text,
   send_error(r, status, text, extra, extra_len);
 }
 
-/* Write backpressure: the handler waits until its client has taken
- * enough of what is queued. */
-static bool caught_up(const mp_request *r) {
-  return mp_conn_unsent(r->conn) <= r->srv->cfg->write_high_water;
+/* Write backpressure: the handler (or a light thread of it) waits until
+ * its client has taken enough of what is queued. */
+static bool caught_up(const mp_request *w) {
+  const mp_request *r = mp_task_root((mp_request *)w);
+  return r->conn == NULL ||
+         mp_conn_unsent(r->conn) <= r->srv->cfg->write_high_water;
 }
 
 static const mp_wait_ops writing = {
@@ -329,7 +332,9 @@ static const mp_wait_ops writing = {
 };
 
 int mp_response_wait_write(mp_request *r) {
-  int rc = mp_wait_begin(r, &writing);
+  mp_request *w = mp_request_waiter(r);
+  if (w == NULL) return 0;
+  int rc = mp_wait_begin(w, &writing);
   return rc != 0 ? rc : MP_AGAIN;
 }
 

@@ -57,9 +57,11 @@ int mp_response_error_to(mp_server *s, mp_buf *out, int status,
                          const char *text, bool close, const char *extra,
                          size_t extra_len);
 
-/* r's handler wrote past --write-high-water: it waits (the caller must
- * yield right after) until the connection's output drains below it, when
- * the connection calls mp_request_wake. Returns MP_AGAIN. */
+/* r's handler (or one of its light threads: the code running now) wrote
+ * past --write-high-water: it waits (the caller must yield right after)
+ * until the connection's output drains below it, when the connection
+ * resumes it. Returns MP_AGAIN, or 0 when the code running now cannot
+ * wait on r's client (it is not r's): then nothing waits. */
 int mp_response_wait_write(mp_request *r);
 
 #endif

@@ -12,6 +12,7 @@
 #include "errors.h"
 #include "http1_out.h"
 #include "request.h"
+#include "timer.h"
 
 mp_server *mp_server_self;
 
@@ -48,11 +49,15 @@ int mp_server_set_code(mp_server *s, const mp_code_ops *ops, void *code,
   unsigned n = mp_router_count(router);
   int rc = s->code == NULL ? mp_stats_init(&s->stats, n)
                            : mp_stats_reset_routes(&s->stats, n);
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    mp_timer_discard_unbound(s);
+    return rc;
+  }
   void *old = s->code;
   s->code_ops = ops;
   s->code = code;
   s->router = router;
+  mp_timer_code_changed(s, old, code);
   if (old != NULL) mp_server_release_code(s, old);
   return 0;
 }
@@ -78,9 +83,13 @@ void mp_server_release_code(mp_server *s, void *code) {
     uv_check_start(&s->retire, close_retired);
 }
 
+bool mp_server_busy(const mp_server *s) {
+  return s->nconns > 0 || s->ndetached > 0 || s->ntimers > 0 ||
+         s->ntimer_runs > 0;
+}
+
 void mp_server_conn_closed(mp_server *s) {
-  if (s->stopping && s->nconns == 0 && s->ndetached == 0 &&
-      s->on_drained != NULL)
+  if (s->stopping && !mp_server_busy(s) && s->on_drained != NULL)
     s->on_drained(s);
 }
 
@@ -96,6 +105,7 @@ const char *mp_server_date(mp_server *s, size_t *len) {
 }
 
 void mp_server_close(mp_server *s) {
+  mp_timer_close_all(s);
   if (!uv_is_closing((uv_handle_t *)&s->turn_idle))
     uv_close((uv_handle_t *)&s->turn_idle, NULL);
   if (!uv_is_closing((uv_handle_t *)&s->retire))
@@ -103,6 +113,7 @@ void mp_server_close(mp_server *s) {
 }
 
 void mp_server_destroy(mp_server *s) {
+  mp_timer_close_all(s); /* they hold code */
   if (s->code != NULL) {
     s->code_ops->close(s->code);
     s->code = NULL;

@@ -29,6 +29,7 @@
 typedef struct mp_conn mp_conn;
 typedef struct mp_request mp_request;
 typedef struct mp_server mp_server;
+typedef struct mp_timer mp_timer;
 
 /* How a handler ended, or that it waits (what mp_code_ops answer). */
 enum {
@@ -42,9 +43,15 @@ enum {
 typedef struct mp_code_ops {
   /* Runs handler (the router's handler reference) for r. */
   int (*start)(void *code, mp_request *r, int handler);
-  /* Resumes r's suspended handler (its wait is over). */
+  /* Runs the function of the timer the code knows as id in task (a timer's
+   * run, task.h), told whether it runs early (premature: the worker is
+   * stopping, or the code has been replaced) and whether it is the
+   * timer's last run. */
+  int (*run_timer)(void *code, mp_request *task, double id, bool premature,
+                   bool last);
+  /* Resumes r's suspended handler or task (its wait is over). */
   int (*resume)(void *code, mp_request *r);
-  /* Drops r's suspended handler without resuming it. */
+  /* Drops r's suspended handler or task without resuming it. */
   void (*abandon)(void *code, mp_request *r);
   /* A request running on code holds it; release returns the holds left. */
   void (*hold)(void *code);
@@ -93,6 +100,13 @@ struct mp_server {
   mp_request *detached; /* requests whose client has gone, handler running */
   unsigned ndetached;
 
+  /* Tasks (task.h) and timers (timer.h). */
+  unsigned nthreads;    /* live light threads */
+  unsigned ntimer_runs; /* timers' runs in progress, with their threads */
+  mp_timer *timers;     /* pending timers of code the server has */
+  mp_timer *unbound;    /* made while code loads, not started yet */
+  unsigned ntimers;     /* pending, on either list */
+
   /* Called, when set, for a request before it is routed: true when it
    * answered it (the stats endpoint). Runs no Lua. */
   bool (*intercept)(mp_server *s, mp_request *r);
@@ -119,8 +133,10 @@ int mp_server_init(mp_server *s, uv_loop_t *loop, const mp_config *cfg,
 
 /* Makes code (with its router) the code new requests run on, and lets go
  * of the code current until now (requests still running keep theirs).
- * The per-route figures start over for the new routes. Returns 0 or
- * MP_NOMEM (then nothing changed and code is the caller's). */
+ * The per-route figures start over for the new routes. Timers made while
+ * code loaded start now; the old code's pending timers fire at once,
+ * premature (timer.h). Returns 0 or MP_NOMEM (then nothing changed, the
+ * timers made while code loaded are dropped, and code is the caller's). */
 int mp_server_set_code(mp_server *s, const mp_code_ops *ops, void *code,
                        mp_router *router);
 
@@ -128,8 +144,13 @@ int mp_server_set_code(mp_server *s, const mp_code_ops *ops, void *code,
  * the next loop turn. */
 void mp_server_release_code(mp_server *s, void *code);
 
-/* A connection closed, or a detached request ended: while stopping, once
- * none of either is left, calls on_drained. */
+/* Whether anything is left to serve: a connection, a detached request, a
+ * pending timer or a timer's run. */
+bool mp_server_busy(const mp_server *s);
+
+/* A connection closed, or a detached request, a task or a timer ended:
+ * while stopping, once nothing is left (mp_server_busy), calls
+ * on_drained. */
 void mp_server_conn_closed(mp_server *s);
 
 /* The current Date line. Cheap: formats at most once per second. */

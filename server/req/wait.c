@@ -30,7 +30,10 @@ static void on_resume(uv_timer_t *t) { mp_request_wake(t->data); }
 /* What a request waits on between its client leaving and its resume. */
 static const mp_wait_ops resuming = {.name = "resume"};
 
-void mp_wait_resume_soon(mp_request *r) {
+void mp_wait_end_soon(mp_request *r) {
+  const mp_wait_ops *w = r->wait;
+  if (w == &resuming) return;
+  if (w != NULL && w->cleanup != NULL) w->cleanup(r);
   r->wait = &resuming;
   uv_timer_start(&r->timer, on_resume, 0, 0);
 }
@@ -38,8 +41,7 @@ void mp_wait_resume_soon(mp_request *r) {
 void mp_wait_client_gone(mp_request *r) {
   const mp_wait_ops *w = r->wait;
   if (w == NULL || w->client_gone == NULL || !w->client_gone(r)) return;
-  if (w->cleanup != NULL) w->cleanup(r);
-  mp_wait_resume_soon(r);
+  mp_wait_end_soon(r);
 }
 
 void mp_wait_cancel(mp_request *r) {

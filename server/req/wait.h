@@ -10,7 +10,7 @@
  * switch anywhere.
  *
  * Sleep is in sleep.c, body reads in request.c, write backpressure in
- * response.c.
+ * response.c, parking (woken by other code) in park.c.
  */
 #ifndef MP_WAIT_H
 #define MP_WAIT_H
@@ -57,10 +57,9 @@ bool mp_wait_ends_when_gone(const mp_request *r);
  * connection's close). */
 void mp_wait_client_gone(mp_request *r);
 
-/* What r waits for is over, and r runs Lua now or is about to (the end
- * came from inside a Lua call): r is resumed on the next loop turn, never
- * from inside its caller. */
-void mp_wait_resume_soon(mp_request *r);
+/* Ends r's wait now (its cleanup runs) and resumes r on the next loop
+ * turn, never from inside the caller's stack. */
+void mp_wait_end_soon(mp_request *r);
 
 /* Ends r's wait without resuming r (the handler is being stopped). */
 void mp_wait_cancel(mp_request *r);

@@ -207,7 +207,7 @@ void mp__usock_end_op(mp_usock *s, int result, bool soon) {
   s->waiter = NULL;
   if (r == NULL || r->wait != &waiting) return;
   if (soon)
-    mp_wait_resume_soon(r);
+    mp_wait_end_soon(r);
   else
     mp_request_wake(r);
 }

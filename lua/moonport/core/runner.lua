@@ -1,6 +1,8 @@
 --- Running handlers: the body of every handler coroutine, the waits a
--- handler makes on the core (moonport.sleep, and those of req and res),
--- and what it is told when its client leaves.
+-- handler makes on the core (moonport.sleep, the park, and those of req
+-- and res), and what it is told when its client leaves. The same waits
+-- work in tasks (light threads and timers, core/task.lua), whose
+-- coroutines the core resumes alike.
 -- @module moonport.core.runner
 
 local ffi = require("ffi")
@@ -9,10 +11,14 @@ local log = require("moonport.core.log").log
 
 ffi.cdef[[
 int mp_sleep(double ms);
+int mp_task_park(double ms, int children);
+int mp_task_children(void);
 ]]
 
 local C = ffi.C
 local mp_sleep = C.mp_sleep
+local mp_task_park = C.mp_task_park
+local mp_task_children = C.mp_task_children
 local MP_BAD_CONTEXT = C.MP_BAD_CONTEXT
 
 local type, tostring, error, setmetatable = type, tostring, error, setmetatable
@@ -107,10 +113,11 @@ function coroutine.wrap(f)
   return function(...) return unwrap(relay(co, co_resume(co, ...))) end
 end
 
---- Suspends the running handler for ms milliseconds (from inside its own
--- coroutines too); other requests go on. Returns true, or nil, "closed"
--- when the sleep was cut short because the client left before the
--- response was complete. ms past 2^53 sleeps 2^53 ms.
+--- Suspends the running handler (or light thread, or timer) for ms
+-- milliseconds (from inside its own coroutines too); other requests go
+-- on. Returns true, or nil, "closed" when the sleep was cut short because
+-- the client left before the response was complete. ms past 2^53 sleeps
+-- 2^53 ms.
 -- @usage moonport.sleep(200)
 function runner.sleep(ms)
   if type(ms) ~= "number" or ms < 0 or ms ~= ms then
@@ -118,21 +125,50 @@ function runner.sleep(ms)
   end
   local rc = mp_sleep(ms)
   if rc == MP_BAD_CONTEXT then
-    error("moonport.sleep: only a request handler can sleep", 2)
+    error("moonport.sleep: only a handler, a light thread or a timer can sleep", 2)
   end
   if rc ~= 0 then fail(rc, "moonport.sleep") end
   if suspend() then return true end
   return nil, "closed"
 end
 
+--- Parks the code running now (a handler or a task) until other code of
+-- the worker unparks it (core/task.lua: a semaphore's post, a light
+-- thread's end when `children`), until ms milliseconds pass (a negative
+-- ms: no limit), or until its client leaves. Returns true, or false when
+-- the client has just gone (after the on_abort functions ran); what woke
+-- it is the caller's to find out. Returns nil and the code when it cannot
+-- park (MP_BAD_CONTEXT: no record's code runs, the app is loading).
+-- @usage local woke = runner.park(100, false)
+function runner.park(ms, children)
+  local rc = mp_task_park(ms, children and 1 or 0)
+  if rc ~= 0 then return nil, rc end
+  return suspend()
+end
+
+--- Waits until every light thread of the code running now has ended:
+-- a handler (or a thread, or a timer) that returns waits for its threads
+-- before it is over, as in OpenResty.
+-- @usage runner.join()
+local function join()
+  while mp_task_children() > 0 do
+    if mp_task_park(-1, 1) ~= 0 then return end
+    suspend()
+  end
+end
+runner.join = join
+
 --- The body of every handler coroutine (started by server/lua/vm.c): run a
--- handler, drop what was kept for its request, report how it ended, wait
--- for the next one. core.DONE is set by vm.c once moonport.core has loaded.
+-- handler, wait for its light threads when it returned (the core kills
+-- them when it failed), drop what was kept for its request, report how it
+-- ended, wait for the next one. core.DONE is set by vm.c once
+-- moonport.core has loaded.
 function runner.run(handler, req, res)
   local DONE = require("moonport.core").DONE
   while true do
     local ok, err = xpcall(handler, on_error, req, res)
     if not ok and err == EXIT then ok, err = true, nil end
+    if ok and mp_task_children() > 0 then join() end
     forget(req)
     handler, req, res = yield(DONE, ok, err)
   end
