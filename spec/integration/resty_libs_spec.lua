@@ -113,6 +113,20 @@ describe("OpenResty libraries from Debian, unmodified", function()
       assert.same({ "message", "news", "hi" }, r.message)
     end)
 
+    it("runs two commands at once in light threads (ngx.thread)", function()
+      redis_command("SET t1 one")
+      redis_command("SET t2 two")
+      assert.same({ a = "one", b = "two" }, get("/redis/threads?port=" .. redis_port))
+    end)
+
+    it("talks to redis from a timer (ngx.timer.at)", function()
+      assert.same({ ok = true }, get("/redis/timer?key=from_timer&port=" .. redis_port))
+      assert.truthy(helpers.eventually(function()
+        local first, body = redis_command("GET from_timer")
+        return first == "$5" and body == "timer\r\n"
+      end))
+    end)
+
     it("answers connection refused when redis is not there", function()
       local r = get("/redis/setget?key=a&value=1&port=" .. process.free_port())
       assert.same({ err = "connection refused" }, r)

@@ -134,6 +134,23 @@ describe("moonport.socket.tcp", function()
     assert.equal("after 20", body)
   end)
 
+  it("runs upstream calls side by side in light threads", function()
+    local started = helpers.now()
+    local r = get(server, "/threads?port=" .. upstream.port)
+    local elapsed = helpers.now() - started
+    assert.same({ "after 500", "after 500" }, r)
+    -- One after the other they would take a second at least.
+    assert.is_true(elapsed < 0.95, "took " .. elapsed .. " s")
+  end)
+
+  it("calls an upstream from a timer", function()
+    local status = helpers.request(server.port, "GET", "/timer?port=" .. upstream.port)
+    assert.equal(200, status)
+    assert.truthy(helpers.eventually(function()
+      return get(server, "/shared/timer_fetch").value == "after 20"
+    end))
+  end)
+
   it("answers closed on a socket never connected or closed", function()
     local r = get(server, "/closed?port=" .. upstream.port)
     assert.same({ "closed", "closed", "closed", "closed" }, r)
