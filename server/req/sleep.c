@@ -4,6 +4,8 @@
  */
 #include "sleep.h"
 
+#include <math.h>
+
 #include "errors.h"
 #include "wait.h"
 
@@ -24,5 +26,11 @@ int mp_request_sleep(mp_request *r, double ms) {
   int rc = mp_wait_begin(r, &sleeping);
   if (rc != 0) return rc;
   if (ms > MP_SLEEP_MAX_MS) ms = MP_SLEEP_MAX_MS;
-  return uv_timer_start(&r->timer, on_timer, (uint64_t)ms, 0);
+  if (ms == 0) /* a turn of the loop, no more */
+    return uv_timer_start(&r->timer, on_timer, 0, 0);
+  /* The loop's clock is the time its turn began, in whole ms: brought up
+   * to date, with the fraction rounded up and one ms more, the sleep never
+   * ends before ms have passed. */
+  uv_update_time(r->srv->loop);
+  return uv_timer_start(&r->timer, on_timer, (uint64_t)ceil(ms) + 1, 0);
 }
