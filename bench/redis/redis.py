@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""bench/redis/run's helpers.
+
+  redis.py check PORT
+      Checks a server's answers before anything is measured: GET /get is
+      user:1's value, GET /pipeline the ten values joined by newlines.
+
+  redis.py alloc PORT ROUTE -- LOAD_COMMAND...
+      Reads moonport's stats endpoint (--stats), runs LOAD_COMMAND (wrk),
+      reads it again and prints, for ROUTE ("GET /get"):
+      "ROUTE lua=<mean Lua bytes> c=<mean C bytes> requests=N mallocs=M"
+      (M: the worker's malloc calls meanwhile, the stats requests' own
+      included).
+
+  redis.py report --work DIR --csv CSV --out REDIS.md
+      The section for bench/RESULTS.md from the per-run CSV, DIR/meta.tsv,
+      DIR/upstream.tsv and DIR/alloc.txt; the chart's data as
+      DIR/chart.dat."""
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from http_client import connect, exchange, get_request  # noqa: E402
+
+SCENARIOS = {
+    "get": "one GET per request",
+    "pipeline": "a pipeline of 10 GETs per request",
+}
+SERVERS = ["moonport", "openresty"]
+LABEL = {"moonport": "moonport", "openresty": "OpenResty"}
+# The targets of the issue, for the one-GET handler.
+TARGET_RPS = 1.2
+TARGET_CPU = 0.8
+# The budget spec/integration/alloc_spec.lua holds GET /get to.
+LUA_BUDGET = 1024
+
+
+def value(i):
+    return '{"id":%d,"name":"user-%d"}' % (i, i)
+
+
+def get(port, path):
+    with connect(port, 10) as sock:
+        (response,) = exchange(sock, get_request(path, port), 1, 10)
+    return response
+
+
+def check(port):
+    expected = {"/get": value(1), "/pipeline": "\n".join(value(i) for i in range(1, 11))}
+    ok = True
+    for path, body in expected.items():
+        response = get(port, path)
+        got = response.body.decode("utf-8", "replace")
+        if response.status != 200 or got != body:
+            print(f"GET {path}: {response.status} {got!r}, expected 200 {body!r}", file=sys.stderr)
+            ok = False
+    return 0 if ok else 1
+
+
+def stats(port):
+    doc = json.loads(get(port, "/__moonport/stats").body)
+    return doc, {r["method"] + " " + r["pattern"]: r for r in doc["routes"]}
+
+
+def alloc(port, route, command):
+    before_doc, before = stats(port)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    after_doc, after = stats(port)
+    n = after[route]["count"] - before.get(route, {"count": 0})["count"]
+    b = before.get(route, {"lua_bytes": {"total": 0}, "c_bytes": {"total": 0}})
+    lua = (after[route]["lua_bytes"]["total"] - b["lua_bytes"]["total"]) / n
+    c = (after[route]["c_bytes"]["total"] - b["c_bytes"]["total"]) / n
+    mallocs = after_doc["worker"]["mallocs"] - before_doc["worker"]["mallocs"]
+    print(f"{route} lua={lua:.1f} c={c:.1f} requests={n} mallocs={mallocs}")
+    return 0
+
+
+def fmt_int(x):
+    return f"{x:,.0f}"
+
+
+def read_tsv(path):
+    out = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                key, _, val = line.rstrip("\n").partition("\t")
+                out[key] = val
+    return out
+
+
+def report(work, csv_path, out_path):
+    meta = read_tsv(os.path.join(work, "meta.tsv"))
+    upstream = read_tsv(os.path.join(work, "upstream.tsv"))
+    rows = list(csv.DictReader(open(csv_path)))
+    by = {}
+    for row in rows:
+        by.setdefault((row["scenario"], row["server"]), []).append(row)
+
+    def med(scenario, server, key):
+        return statistics.median(float(r[key]) for r in by[(scenario, server)])
+
+    def all_of(scenario, server, key):
+        return [float(r[key]) for r in by[(scenario, server)]]
+
+    scenarios = [s for s in SCENARIOS if (s, "moonport") in by]
+    lines = []
+    w = lines.append
+    w("## Redis through lua-resty-redis")
+    w("")
+    w(f"Command: `{meta['command']}`, {meta['date']}, {meta['cpu']}, kernel {meta['kernel']}.")
+    w(f"moonport: {meta['moonport']}. OpenResty: {meta['openresty']}. "
+      f"Library: {meta['redis_lua']}, module `nginx.redis`, the same file for both, "
+      f"unmodified. Redis {meta['redis']}; wrk {meta['wrk']}.")
+    w("")
+    w(f"The handlers ([app.lua](redis/app.lua), [nginx.conf](redis/nginx.conf)): `redis:new()`, "
+      "`set_timeout(1000)`, `connect` (a pooled connection when there is one), then `get(\"user:1\")` "
+      "(**get**) or `init_pipeline`, ten `get`s and `commit_pipeline` (**pipeline**), "
+      "`set_keepalive(10000, 100)`, and the value(s) as the body (OpenResty with `ngx.print`, "
+      "chunked, as in bench/peers/openresty.conf; moonport with `res:send`). "
+      f"wrk: one thread, {meta['connections']} keep-alive connections. "
+      "The server (moonport's master and worker; nginx's master and one worker) pinned to CPU 0; "
+      "wrk and redis-server pinned to CPU 1. "
+      f"{meta['rounds']} interleaved rounds of {meta['duration']} s per scenario after a "
+      f"{meta['warmup']} s warm-up each; medians. CPU per request: the user + system time of the "
+      "server's processes (/proc/PID/stat before and after each run) over the requests it served.")
+    w("")
+    w("![requests per second and CPU per request](redis/redis.png)")
+    w("")
+
+    # Targets.
+    if "get" in scenarios:
+        rps = med("get", "moonport", "rps") / med("get", "openresty", "rps")
+        cpu = (med("get", "moonport", "server_cpu_us_per_request")
+               / med("get", "openresty", "server_cpu_us_per_request"))
+        w("| target (one GET per request) | this run | verdict |")
+        w("| --- | --- | --- |")
+        w(f"| requests per second ≥ {TARGET_RPS}× OpenResty's | {rps:.2f}× | "
+          f"{'met' if rps >= TARGET_RPS else 'not met'} |")
+        w(f"| server CPU per request ≤ {TARGET_CPU}× OpenResty's | {cpu:.2f}× | "
+          f"{'met' if cpu <= TARGET_CPU else 'not met'} |")
+        w("")
+
+    w("| scenario | moonport req/s | OpenResty req/s | moonport / OpenResty | "
+      "moonport CPU µs/req | OpenResty CPU µs/req | moonport / OpenResty |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    chart = ["scenario moonport OpenResty moonport_cpu OpenResty_cpu"]
+    for s in scenarios:
+        m, o = med(s, "moonport", "rps"), med(s, "openresty", "rps")
+        mc = med(s, "moonport", "server_cpu_us_per_request")
+        oc = med(s, "openresty", "server_cpu_us_per_request")
+        w(f"| {s} | {fmt_int(m)} | {fmt_int(o)} | {m / o:.2f} | {mc:.2f} | {oc:.2f} | {mc / oc:.2f} |")
+        chart.append(f"{s} {m:.0f} {o:.0f} {mc:.3f} {oc:.3f}")
+    with open(os.path.join(work, "chart.dat"), "w") as f:
+        f.write("\n".join(chart) + "\n")
+    w("")
+    w("Per server, medians over the rounds: p50 and p99 are wrk's per-request latency; Redis µs/req "
+      "is redis-server's CPU time per request (the same work for both servers); CPU 0 and CPU 1 "
+      "busy are the two cores' use (CPU 1: wrk and Redis; near 100 there and not on CPU 0 would "
+      "mean the load generator set the pace); other load is the CPU time of every other process "
+      "on the machine plus time taken by the hypervisor (steal), in % of one CPU: the noise; "
+      "errors are wrk's socket errors and non-2xx answers, summed over the rounds.")
+    for s in scenarios:
+        w("")
+        w(f"### {s}: {SCENARIOS[s]}")
+        w("")
+        w("| server | median req/s | min - max req/s | p50 ms | p99 ms | server CPU µs/req | "
+          "Redis CPU µs/req | CPU 0 busy % | CPU 1 busy % | other load % | errors |")
+        w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for server in SERVERS:
+            rps = all_of(s, server, "rps")
+            errors = sum(int(r[k]) for r in by[(s, server)]
+                         for k in ("errors_connect", "errors_read", "errors_write",
+                                   "errors_status", "errors_timeout"))
+            w(f"| {LABEL[server]} | {fmt_int(statistics.median(rps))} | "
+              f"{fmt_int(min(rps))} - {fmt_int(max(rps))} | "
+              f"{med(s, server, 'p50_us') / 1000:.3f} | {med(s, server, 'p99_us') / 1000:.3f} | "
+              f"{med(s, server, 'server_cpu_us_per_request'):.2f} | "
+              f"{med(s, server, 'redis_cpu_us_per_request'):.2f} | "
+              f"{med(s, server, 'server_core_busy_pct'):.0f} | "
+              f"{med(s, server, 'wrk_core_busy_pct'):.0f} | "
+              f"{med(s, server, 'other_cpu_pct'):.0f} | {errors} |")
+    if upstream:
+        w("")
+        w("Connections to Redis still open when the runs were over (each server's pool, counted "
+          "with `ss`): " + ", ".join(f"{LABEL.get(k, k)} {v}" for k, v in upstream.items()) + ".")
+
+    alloc_path = os.path.join(work, "alloc.txt")
+    if os.path.exists(alloc_path):
+        w("")
+        w("### Bytes allocated per request")
+        w("")
+        w("moonport's own counters (`--stats`): the mean over a wrk run of "
+          f"{meta['duration']} s ({meta['connections']} connections) after a warm-up run, on a "
+          "moonport of its own. Lua bytes are what the request's Lua code allocated (the handler "
+          "and lua-resty-redis: the client object, the command's pieces, the reply strings); C "
+          "bytes what the core malloc'ed on its behalf (the mallocs column counts the worker's "
+          "malloc calls during the run, the stats requests' own included). The budget is what "
+          "spec/integration/alloc_spec.lua holds GET /get to, over 10,000 requests on one "
+          "connection.")
+        w("")
+        w("| route | Lua bytes | C bytes | mallocs in the worker meanwhile | requests | budget (Lua, C) |")
+        w("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for line in open(alloc_path):
+            parts = line.split()
+            route = " ".join(parts[:2])
+            kv = dict(p.split("=") for p in parts[2:])
+            budget = f"{LUA_BUDGET:,}, 0" if route == "GET /get" else "-"
+            w(f"| `{route}` | {float(kv['lua']):,.1f} | {float(kv['c']):,.1f} | "
+              f"{fmt_int(int(kv['mallocs']))} | {fmt_int(int(kv['requests']))} | {budget} |")
+    w("")
+    w("Every round, requests per second and server CPU µs per request: " + "; ".join(
+        f"{s} {LABEL[server]}: " + ", ".join(
+            f"{float(r['rps']):,.0f} ({float(r['server_cpu_us_per_request']):.2f})"
+            for r in by[(s, server)])
+        for s in scenarios for server in SERVERS) + ". Raw figures: [redis.csv](redis/redis.csv).")
+    w("")
+    with open(out_path, "w") as f:
+        f.write("\n".join(lines))
+    return 0
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    cmd = sys.argv[1]
+    if cmd == "check":
+        return check(int(sys.argv[2]))
+    if cmd == "alloc":
+        if sys.argv[4] != "--":
+            sys.exit(__doc__)
+        return alloc(int(sys.argv[2]), sys.argv[3], sys.argv[5:])
+    if cmd == "report":
+        p = argparse.ArgumentParser()
+        p.add_argument("--work", required=True)
+        p.add_argument("--csv", required=True)
+        p.add_argument("--out", required=True)
+        a = p.parse_args(sys.argv[2:])
+        return report(a.work, a.csv, a.out)
+    sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
