@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "pool.h"
 #include "request.h"
 #include "socket_int.h"
 #include "wait.h"
@@ -31,6 +32,11 @@
 /* The free room a read asks for; a bigger pattern asks for what it
  * needs. */
 #define READ_ROOM 4096
+/* Read buffers of READ_ROOM bytes kept for reuse: a connection gives its
+ * buffer back when it goes into its pool or closes, and the next read
+ * takes one from here, so a request on a pooled connection costs no
+ * malloc once the worker is warm. */
+#define RBUFS_KEPT 256
 /* Handles: the generation times 2^20 plus the slot. */
 #define SLOT_BITS 20
 #define MAX_SLOTS (1u << SLOT_BITS)
@@ -49,6 +55,7 @@ static struct {
   uint32_t nfree;
   mp_usock *busy;   /* sockets with an operation in progress */
   unsigned in_use, idle;
+  mp_pool rbufs;    /* the read buffers' first blocks */
 } up;
 
 /* ---- Handles ---- */
@@ -265,6 +272,8 @@ static void maybe_free(mp_usock *s) {
   mp__tls_free(s);
   free(s->host);
   free(s);
+  /* A buffer given back after the worker closed the module goes too. */
+  if (up.srv == NULL) mp_pool_destroy(&up.rbufs);
 }
 
 static mp_usock *new_record(void) {
@@ -272,6 +281,7 @@ static mp_usock *new_record(void) {
   if (s == NULL) return NULL;
   s->slot = MP__NO_SLOT;
   s->state = US_NEW;
+  s->rbuf.pool = &up.rbufs;
   uv_timer_init(up.srv->loop, &s->timer);
   s->timer.data = s;
   s->handles = 1;
@@ -938,6 +948,7 @@ int mp_upstream_init(mp_server *srv) {
   up.srv = srv;
   up.dns = mp_dns_new(srv->loop, srv->cfg->resolver_cache_ms);
   if (up.dns == NULL) return MP_NOMEM;
+  mp_pool_init(&up.rbufs, READ_ROOM, RBUFS_KEPT);
   srv->release_outbound = release_outbound;
   return 0;
 }
@@ -956,4 +967,5 @@ void mp_upstream_close(void) {
   up.free = NULL;
   up.nslots = up.cap = up.nfree = 0;
   up.srv = NULL;
+  mp_pool_destroy(&up.rbufs);
 }
