@@ -14,7 +14,8 @@ set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics
 set yrange [0:*]
-set key top right
+set key outside bottom center horizontal
+set key autotitle columnhead
 
 set multiplot layout 1,2 title "Redis through lua-resty-redis, 32 connections, server on one core"
 
