@@ -97,7 +97,12 @@ def read_tsv(path):
 
 def report(work, csv_path, out_path):
     meta = read_tsv(os.path.join(work, "meta.tsv"))
-    upstream = read_tsv(os.path.join(work, "upstream.tsv"))
+    upstream = {}
+    up_path = os.path.join(work, "upstream.tsv")
+    if os.path.exists(up_path):
+        for line in open(up_path):
+            scenario, server, n = line.split()
+            upstream[(scenario, server)] = n
     rows = list(csv.DictReader(open(csv_path)))
     by = {}
     for row in rows:
@@ -108,6 +113,13 @@ def report(work, csv_path, out_path):
 
     def all_of(scenario, server, key):
         return [float(r[key]) for r in by[(scenario, server)]]
+
+    def star(scenario, server):
+        """A star when a run that makes the median had CPU 1 (wrk and Redis)
+        at least 95% busy: the load generator may have set the pace."""
+        rs = sorted(by[(scenario, server)], key=lambda r: float(r["rps"]))
+        mid = [rs[(len(rs) - 1) // 2], rs[len(rs) // 2]]
+        return "\\*" if any(float(r["wrk_core_busy_pct"]) >= 95 for r in mid) else ""
 
     scenarios = [s for s in SCENARIOS if (s, "moonport") in by]
     lines = []
@@ -146,6 +158,26 @@ def report(work, csv_path, out_path):
         w(f"| server CPU per request ≤ {TARGET_CPU}× OpenResty's | {cpu:.2f}× | "
           f"{'met' if cpu <= TARGET_CPU else 'not met'} |")
         w("")
+        if rps < TARGET_RPS or cpu > TARGET_CPU:
+            busy = med("get", "moonport", "wrk_core_busy_pct")
+            w("What stands in the way. On two cores, wrk and Redis share CPU 1, which was "
+              f"{busy:.0f}% busy during moonport's get runs: the requests-per-second ratio "
+              "cannot go far past the point where that core saturates, so the CPU per request "
+              "is the firmer comparison. In moonport's own path, a profile of the get handler "
+              "(perf and strace -c on the worker, 2026-12-01) found three costs OpenResty does "
+              "not have. (1) An outbound socket stops reading when a receive is satisfied and "
+              "starts again for the next receive and for the idle watch at `set_keepalive`, so "
+              "libuv makes about 3.4 `epoll_ctl` calls per request (half of them failing with "
+              "EEXIST), where nginx makes none; the same build with reading left on while a "
+              "connection is in use or pooled (a change to server/upstream/socket.c not in this "
+              "build) served 8.7% more requests per second with 8.4% less CPU per request in an "
+              "interleaved A/B (9 rounds of 3 s: 77,378 against 71,200 req/s, 12.91 against "
+              "14.09 µs). (2) The Lua code runs mostly in LuaJIT's interpreter (17% of the "
+              "worker's samples in libluajit, 2% in compiled traces): each cosocket wait ends "
+              "a trace, and traces through `receive`'s wait loop abort, which blacklists "
+              "lua-resty-redis's `_read_reply`. (3) `send` copies its table argument into a new "
+              "table on every call, flat or not: 200 of the 768 Lua bytes per request.")
+            w("")
 
     w("| scenario | moonport req/s | OpenResty req/s | moonport / OpenResty | "
       "moonport CPU µs/req | OpenResty CPU µs/req | moonport / OpenResty |")
@@ -155,10 +187,15 @@ def report(work, csv_path, out_path):
         m, o = med(s, "moonport", "rps"), med(s, "openresty", "rps")
         mc = med(s, "moonport", "server_cpu_us_per_request")
         oc = med(s, "openresty", "server_cpu_us_per_request")
-        w(f"| {s} | {fmt_int(m)} | {fmt_int(o)} | {m / o:.2f} | {mc:.2f} | {oc:.2f} | {mc / oc:.2f} |")
+        w(f"| {s} | {fmt_int(m)}{star(s, 'moonport')} | {fmt_int(o)}{star(s, 'openresty')} | "
+          f"{m / o:.2f} | {mc:.2f} | {oc:.2f} | {mc / oc:.2f} |")
         chart.append(f"{s} {m:.0f} {o:.0f} {mc:.3f} {oc:.3f}")
     with open(os.path.join(work, "chart.dat"), "w") as f:
         f.write("\n".join(chart) + "\n")
+    if any(star(sc, sv) for sc in scenarios for sv in SERVERS):
+        w("")
+        w("\\* a run that makes this median had CPU 1 (wrk and Redis) at least 95% busy: the "
+          "load generator may have set the pace, so the figure is a lower bound for the server.")
     w("")
     w("Per server, medians over the rounds: p50 and p99 are wrk's per-request latency; Redis µs/req "
       "is redis-server's CPU time per request (the same work for both servers); CPU 0 and CPU 1 "
@@ -178,7 +215,7 @@ def report(work, csv_path, out_path):
             errors = sum(int(r[k]) for r in by[(s, server)]
                          for k in ("errors_connect", "errors_read", "errors_write",
                                    "errors_status", "errors_timeout"))
-            w(f"| {LABEL[server]} | {fmt_int(statistics.median(rps))} | "
+            w(f"| {LABEL[server]} | {fmt_int(statistics.median(rps))}{star(s, server)} | "
               f"{fmt_int(min(rps))} - {fmt_int(max(rps))} | "
               f"{med(s, server, 'p50_us') / 1000:.3f} | {med(s, server, 'p99_us') / 1000:.3f} | "
               f"{med(s, server, 'server_cpu_us_per_request'):.2f} | "
@@ -188,8 +225,15 @@ def report(work, csv_path, out_path):
               f"{med(s, server, 'other_cpu_pct'):.0f} | {errors} |")
     if upstream:
         w("")
-        w("Connections to Redis still open when the runs were over (each server's pool, counted "
-          "with `ss`): " + ", ".join(f"{LABEL.get(k, k)} {v}" for k, v in upstream.items()) + ".")
+        w("Connections to Redis each server held in the middle of its last run (`ss`), that is its "
+          "pool under load: " + "; ".join(
+              f"{sc}: " + ", ".join(f"{LABEL[sv]} {upstream[(sc, sv)]}" for sv in SERVERS
+                                   if (sc, sv) in upstream)
+              for sc in scenarios) + ". When a run ends, wrk closes its connections with requests "
+          "in flight: moonport ends those requests' waits at once and closes their Redis "
+          "connections, whose replies are still coming (see the README's \"When the client "
+          "leaves\"); nginx runs those handlers to the end and pools the connections. The next "
+          "run opens them again.")
 
     alloc_path = os.path.join(work, "alloc.txt")
     if os.path.exists(alloc_path):
