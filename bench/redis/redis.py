@@ -167,7 +167,7 @@ def report(work, csv_path, out_path):
               "(perf and strace -c on the worker, 2026-12-01) found three costs OpenResty does "
               "not have. (1) An outbound socket stops reading when a receive is satisfied and "
               "starts again for the next receive and for the idle watch at `set_keepalive`, so "
-              "libuv makes about 3.4 `epoll_ctl` calls per request (half of them failing with "
+              "libuv makes 3.4 to 4 `epoll_ctl` calls per request (half of them failing with "
               "EEXIST), where nginx makes none; the same build with reading left on while a "
               "connection is in use or pooled (a change to server/upstream/socket.c not in this "
               "build) served 8.8% more requests per second with 9.6% less CPU per request in an "
