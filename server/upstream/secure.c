@@ -133,8 +133,6 @@ void mp__tls_on_read(mp_usock *s, ssize_t nread) {
       int rc = step(s);
       if (rc == MP_AGAIN) return;
       if (rc == 0) {
-        mp_stream_read_stop(&s->stream);
-        s->reading = false;
         mp__usock_end_op(s, 0, false);
         return;
       }

@@ -15,6 +15,12 @@
  * socket) resumes it on the next loop turn. The request then asks again:
  * receive matches its pattern against the buffer once more, the others
  * fetch the outcome kept in the record.
+ *
+ * A connection, once it has read, reads whenever bytes arrive, in use or
+ * idle in its pool, so a request costs no epoll change per receive; it
+ * stops only at its end, an error, or MP__READ_AHEAD unread bytes that no
+ * receive waits for. Idle, its bytes go to a scrap buffer, and any byte
+ * or close drops it from the pool.
  */
 #define _GNU_SOURCE /* memmem */
 #include "socket.h"
@@ -246,11 +252,10 @@ static void abandon_op(mp_request *r) {
   s->result = MP_CLOSED;
   uv_timer_stop(&s->timer);
   unlink_busy(s);
-  if (op == OP_READ) {
-    stop_reading(s);
-  } else {
+  if (op != OP_READ)
     mp__usock_close(s, MP_CLOSED);
-  }
+  else if (s->udp)
+    stop_reading(s);
 }
 
 /* ---- Records ---- */
@@ -423,7 +428,7 @@ static void activate(mp_usock *idle, mp_request *owner) {
   up.idle--;
   up.in_use++;
   uv_timer_stop(&idle->timer);
-  stop_reading(idle); /* the idle watch */
+  /* The idle watch reads on, into the buffer now. */
 }
 
 void mp__usock_unqueue(mp_usock *w, mp_usock *idle) {
@@ -542,7 +547,7 @@ static void on_timeout(uv_timer_t *t) {
   mp_usock *s = t->data;
   switch (s->op) {
   case OP_READ:
-    stop_reading(s);
+    if (s->udp) stop_reading(s);
     mp__usock_end_op(s, MP_TIMEOUT, false);
     break;
   case OP_CONNECT:
@@ -617,8 +622,9 @@ int mp__usock_room(mp_usock *s, size_t room) {
   }
   if (b->cap - b->len >= room) return 0;
   if (b->len + room > up.srv->cfg->request_memory_limit) return MP_NOMEM;
-  mp_charge *was =
-      mp_charge_switch(s->waiter != NULL ? &s->waiter->charge : NULL);
+  /* Bytes are the request's that waits for them, else the holder's. */
+  mp_request *to = s->waiter != NULL ? s->waiter : s->owner;
+  mp_charge *was = mp_charge_switch(to != NULL ? &to->charge : NULL);
   int rc = mp_buf_reserve(b, room);
   mp_charge_switch(was);
   return rc;
@@ -675,12 +681,12 @@ void mp__usock_on_read(mp_stream *st, ssize_t nread, const uv_buf_t *buf) {
   } else {
     s->rerr = nread == UV_ENOBUFS ? MP_NOMEM : (int)nread;
   }
-  if (s->op == OP_READ && satisfied(s)) {
-    stop_reading(s);
+  if (s->op == OP_READ && satisfied(s))
     mp__usock_end_op(s, 0, false);
-  } else if (s->eof || s->rerr != 0) {
+  else if (s->eof || s->rerr != 0)
     stop_reading(s);
-  }
+  else if (s->op != OP_READ && unread(s) >= MP__READ_AHEAD)
+    stop_reading(s); /* nobody reads: no more until somebody does */
 }
 
 /* Hands over (consumes) n unread bytes. */
@@ -903,7 +909,8 @@ int mp_usock_keepalive(double h, double idle_ms, int pool_size) {
     uv_timer_start(&s->timer, on_timeout, (uint64_t)idle_ms, 0);
   }
   /* Watch it: a close or stray bytes from the server drop it. */
-  if (mp_stream_read_start(&s->stream, mp__usock_on_alloc, mp__usock_on_read) == 0)
+  if (!s->reading &&
+      mp_stream_read_start(&s->stream, mp__usock_on_alloc, mp__usock_on_read) == 0)
     s->reading = true;
   mp__kpool_put(p, s);
   if (s->state == US_IDLE) mp__kpool_dispatch(p);

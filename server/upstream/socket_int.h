@@ -129,6 +129,11 @@ void mp__usock_retire(mp_usock *s);
  * opening a connection of its own when idle is NULL. */
 void mp__usock_unqueue(mp_usock *waiter, mp_usock *idle);
 
+/* A connection reads as soon as bytes arrive, whether or not a receive
+ * waits for them (no epoll change per receive); with this much unread and
+ * no receive waiting, it stops until one comes. */
+#define MP__READ_AHEAD (64 * 1024)
+
 /* The ciphertext read buffer of a TLS connection: a record and more. */
 #define MP__CBUF_SIZE (17 * 1024)
 

@@ -251,6 +251,20 @@ local function flatten(t, out, n)
   return n
 end
 
+-- The bytes of a table send takes: a flat one (strings and numbers, as
+-- lua-resty-redis builds) concatenated as it is, a nested one flattened
+-- first.
+local function joined(t)
+  for i = 1, #t do
+    local tv = type(t[i])
+    if tv ~= "string" and tv ~= "number" then
+      local parts = {}
+      return concat(parts, "", 1, flatten(t, parts, 0))
+    end
+  end
+  return concat(t)
+end
+
 --- Sends a string (or a number, or a nested table of them, sent as their
 -- concatenation). Returns the number of bytes sent, or nil and an error
 -- (the connection is then closed).
@@ -259,9 +273,7 @@ function tcp:send(data)
   check(self, "send")
   local td = type(data)
   if td == "table" then
-    local parts = {}
-    local n = flatten(data, parts, 0)
-    data = concat(parts, "", 1, n)
+    data = joined(data)
   elseif td == "number" or td == "boolean" then
     data = tostring(data)
   elseif td ~= "string" then
@@ -554,8 +566,7 @@ end
 function udp:send(data)
   check_udp(self, "send")
   if type(data) == "table" then
-    local parts = {}
-    data = concat(parts, "", 1, flatten(data, parts, 0))
+    data = joined(data)
   elseif type(data) ~= "string" then
     data = tostring(data)
   end
