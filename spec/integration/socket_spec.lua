@@ -195,6 +195,19 @@ describe("moonport.socket.tcp", function()
   end)
 end)
 
+describe("moonport.socket under --request-memory-limit", function()
+  local upstream = support.serve(UPSTREAM)
+  local server = support.serve(FIXTURE, { "--request-memory-limit", "128k" })
+
+  it("refuses to buffer more than the limit, and the worker goes on", function()
+    local r = get(server, "/fetch?path=/big/300000&port=" .. upstream.port)
+    assert.equal("body", r.step)
+    assert.equal("no memory", r.err)
+    r = get(server, "/fetch?path=/big/1000&port=" .. upstream.port)
+    assert.equal(1000, #r.body)
+  end)
+end)
+
 describe("moonport.socket.udp", function()
   local process = require("spec.support.process")
   local udp_port
