@@ -366,7 +366,12 @@ static void watch(pgconn *c, int events) {
   }
 }
 
-static void down(pgconn *c, const char *why) {
+static void down(pgconn *c, const char *message) {
+  /* The message may be libpq's, inside the PGconn that goes now. */
+  char why[256];
+  size_t n = strlen(message);
+  while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == ' ')) n--;
+  snprintf(why, sizeof why, "%.*s", (int)n, message);
   drop_poll(c);
   if (c->pg != NULL) PQfinish(c->pg);
   c->pg = NULL;
