@@ -254,42 +254,95 @@ function process.start(app_path, extra_args, opts)
 end
 
 -- Another program the specs run beside moonport (a real upstream: a TLS
--- server, redis-server, memcached), its output in a scratch file.
+-- server, redis-server, memcached, postgres), its output in a scratch file.
 local Program = {}
 Program.__index = Program
 
+-- Runs in a forked child: sets up descriptors, the working directory
+-- (`opts.cwd`, default the repository root) and the environment
+-- (`opts.env`: name -> value, false to unset), and execs `argv` (argv[1]
+-- looked up on PATH). Never returns; any failure ends the child with 127.
+local function exec_program(argv, in_fd, out_fd, err_fd, opts)
+  pcall(function()
+    unistd.dup2(in_fd, 0)
+    unistd.dup2(out_fd, 1)
+    unistd.dup2(err_fd, 2)
+    close_inherited({})
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    unistd.chdir(opts.cwd or process.root)
+    local stdlib = require("posix.stdlib")
+    for name, value in pairs(opts.env or {}) do
+      stdlib.setenv(name, value or nil)
+    end
+    local args = {}
+    for i = 2, #argv do args[i - 1] = argv[i] end
+    args[0] = argv[1]
+    unistd.execp(argv[1], args)
+    io.stderr:write("exec ", argv[1], " failed\n")
+  end)
+  unistd._exit(127)
+end
+
 --- Starts `argv` (argv[1] is looked up on PATH) with stdout and stderr in a
--- scratch file and stdin from /dev/null. Returns an object with `.pid`,
--- `:output()` and `:stop()`; the caller makes sure `stop` runs.
-function process.spawn(argv)
+-- scratch file and stdin from /dev/null; `opts.cwd` and `opts.env` as for
+-- `command`. Returns an object with `.pid`, `:output()` and `:stop()`; the
+-- caller makes sure `stop` runs.
+function process.spawn(argv, opts)
   local path, fd = open_tmp()
   local null = open_devnull()
   local pid = assert(unistd.fork())
-  if pid == 0 then
-    pcall(function()
-      unistd.dup2(null, 0)
-      unistd.dup2(fd, 1)
-      unistd.dup2(fd, 2)
-      close_inherited({})
-      signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-      signal.signal(signal.SIGINT, signal.SIG_DFL)
-      signal.signal(signal.SIGTERM, signal.SIG_DFL)
-      unistd.chdir(process.root)
-      local args = {}
-      for i = 2, #argv do args[i - 1] = argv[i] end
-      args[0] = argv[1]
-      unistd.execp(argv[1], args)
-      io.stderr:write("exec ", argv[1], " failed\n")
-    end)
-    unistd._exit(127)
-  end
+  if pid == 0 then exec_program(argv, null, fd, fd, opts or {}) end
   unistd.close(fd)
   unistd.close(null)
   return setmetatable({ pid = pid, path = path, name = argv[1] }, Program)
 end
 
+--- Runs `argv` (argv[1] is looked up on PATH) to completion: a command the
+-- specs need beside moonport (psql, initdb, openssl). `opts.stdin`: text
+-- for its standard input (default none: /dev/null); `opts.cwd`: its
+-- working directory (default the repository root); `opts.env`: variables
+-- to set (name -> string) or unset (name -> false) in its environment;
+-- `opts.timeout`: seconds (default 60), after which it is killed and
+-- `command` raises. Returns the exit code (128+signal when killed by a
+-- signal), stdout and stderr.
+function process.command(argv, opts)
+  opts = opts or {}
+  local timeout = opts.timeout or 60
+  local out_path, out_fd = open_tmp()
+  local err_path, err_fd = open_tmp()
+  local in_path, in_fd
+  if opts.stdin then
+    in_path = os.tmpname()
+    local f = assert(io.open(in_path, "wb"))
+    f:write(opts.stdin)
+    f:close()
+    in_fd = assert(fcntl.open(in_path, fcntl.O_RDONLY))
+  else
+    in_fd = open_devnull()
+  end
+  local pid = assert(unistd.fork())
+  if pid == 0 then exec_program(argv, in_fd, out_fd, err_fd, opts) end
+  unistd.close(out_fd); unistd.close(err_fd); unistd.close(in_fd)
+  local code = wait_until(pid, process.now() + timeout)
+  if code == nil then
+    signal.kill(pid, signal.SIGKILL)
+    wait.wait(pid)
+  end
+  local out, err = read_file(out_path), read_file(err_path)
+  os.remove(out_path); os.remove(err_path)
+  if in_path then os.remove(in_path) end
+  if code == nil then
+    error(("%s did not exit within %gs; stdout: %s; stderr: %s"):format(
+      table.concat(argv, " "), timeout, shorten(out), shorten(err)), 2)
+  end
+  return code, out, err
+end
+
 --- What the program has written so far.
 function Program:output()
+  if not self.path then return self.output_text or "" end
   return read_file(self.path)
 end
 
@@ -304,8 +357,9 @@ function Program:alive()
   return true
 end
 
---- Stops the program: SIGTERM, then SIGKILL after 5 s. Returns its exit
--- status. Safe to call twice.
+--- Stops the program: SIGTERM, then SIGKILL after 5 s, and removes its
+-- scratch file (`output` still answers). Returns its exit status. Safe to
+-- call twice.
 function Program:stop()
   if not self.status then
     signal.kill(self.pid, signal.SIGTERM)
@@ -315,7 +369,12 @@ function Program:stop()
       code = wait_until(self.pid, process.now() + 5)
     end
     self.status = code
+  end
+  -- A program that has already exited (seen by `alive`) leaves its file too.
+  if self.path then
+    self.output_text = read_file(self.path)
     os.remove(self.path)
+    self.path = nil
   end
   return self.status
 end
