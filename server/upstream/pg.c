@@ -65,6 +65,8 @@ typedef struct pgop {
   char msg[256];
   uv_timer_t timer;
   uint32_t index; /* its slot */
+  bool in_fifo;   /* in its connection's FIFO or queue: results to come */
+  bool orphan;    /* let go of while in_fifo: freed when they have come */
   /* A query waiting for its connection: the SQL and the parameters. */
   char *sql;
   int nparams;
@@ -222,6 +224,7 @@ static void free_queued_copy(pgop *op) {
 
 static void release_op(uint32_t i) {
   pgop *op = pg.ops[i];
+  op->orphan = false;
   uv_timer_stop(&op->timer);
   if (op->res != NULL) PQclear(op->res);
   op->res = NULL;
@@ -255,6 +258,19 @@ static void end_op(uint32_t i, int rc, const char *msg) {
     }
     pg.wake[pg.nwake++] = i;
   }
+}
+
+/* Nobody will read op i: it goes now, or, while its results are still
+ * to come on its connection (a query that timed out, or one whose request
+ * ended), once they have: its slot must not name another query before
+ * then. */
+static void let_go(uint32_t i) {
+  pgop *op = pg.ops[i];
+  op->waiter = op->owner = NULL;
+  if (op->in_fifo)
+    op->orphan = true;
+  else if (op->state == OP_DONE)
+    release_op(i);
 }
 
 /* Resumes the requests whose last operation ended. */
@@ -395,13 +411,22 @@ static void fifo_push(pgconn *c, uint32_t i) {
   }
   c->fifo[(c->fifo_head + c->fifo_len) % c->fifo_cap] = i;
   c->fifo_len++;
+  pg.ops[i]->in_fifo = true;
 }
 
+static void release_op(uint32_t i);
+
+/* The head's results have all come: an op let go of meanwhile goes now. */
 static uint32_t fifo_pop(pgconn *c) {
   uint32_t i = c->fifo[c->fifo_head];
   c->fifo_head = (c->fifo_head + 1) % c->fifo_cap;
   c->fifo_len--;
+  pg.ops[i]->in_fifo = false;
   return i;
+}
+
+static void drop_orphan(uint32_t i) {
+  if (pg.ops[i]->orphan) release_op(i);
 }
 
 static void forget_stmt(pgconn *c, const char *name) {
@@ -417,12 +442,15 @@ static void fail_all(pgconn *c, const char *why) {
   while (c->fifo_len > 0) {
     uint32_t i = fifo_pop(c);
     if (pg.ops[i]->state == OP_SENT) end_op(i, MP_CLOSED, why);
+    drop_orphan(i);
   }
   while (c->queue_head != NO_OP) {
     uint32_t i = c->queue_head;
     c->queue_head = pg.ops[i]->next;
     free_queued_copy(pg.ops[i]);
+    pg.ops[i]->in_fifo = false;
     if (pg.ops[i]->state == OP_QUEUED) end_op(i, MP_CLOSED, why);
+    drop_orphan(i);
   }
   c->queue_tail = NO_OP;
   c->queued = 0;
@@ -441,6 +469,10 @@ static void take_results(pgconn *c) {
     if (st == PGRES_PIPELINE_SYNC) {
       PQclear(res);
       fifo_pop(c);
+      if (op->orphan) {
+        release_op(i);
+        continue;
+      }
       if (op->state == OP_SENT) {
         PGresult *r = op->res;
         int rc = 0;
@@ -495,6 +527,7 @@ static void connected(pgconn *c) {
     pgop *op = pg.ops[i];
     c->queue_head = op->next;
     c->queued--;
+    op->in_fifo = false;
     if (op->state == OP_QUEUED) {
       op->state = OP_SENT;
       if (send_op(c, i, op->sql, op->nparams, (const char *const *)op->values,
@@ -502,6 +535,7 @@ static void connected(pgconn *c) {
         end_op(i, MP_CLOSED, PQerrorMessage(c->pg));
     }
     free_queued_copy(op);
+    if (!op->in_fifo) drop_orphan(i); /* timed out while it waited */
   }
   c->queue_tail = NO_OP;
   flush(c);
@@ -735,6 +769,7 @@ int mp_pg_send(mp_request *r, int client, int pin, const char *sql,
         pg.ops[c->queue_tail]->next = i;
       c->queue_tail = i;
       c->queued++;
+      op->in_fifo = true; /* in the queue: the slot stays its own */
       if (c->state == C_DOWN) start_connect(c);
     }
   }
@@ -767,13 +802,7 @@ void mp_pg_free(double h) {
   mp_request *r = op->owner;
   if (r != NULL && r->live && r->gen == op->owner_gen && r->upstream_ops > 0)
     r->upstream_ops--;
-  if (op->state == OP_DONE) {
-    release_op(i);
-  } else {
-    /* Still in flight: dropped when its result comes. */
-    op->waiter = NULL;
-    op->owner = NULL;
-  }
+  let_go(i);
 }
 
 /* ---- Clients and transactions ---- */
@@ -855,11 +884,7 @@ static void release(mp_request *r) {
       pgop *op = pg.ops[i];
       if (op->state == OP_FREE || op->owner != r || op->owner_gen != r->gen)
         continue;
-      if (op->state == OP_DONE) {
-        release_op(i);
-      } else {
-        op->owner = op->waiter = NULL;
-      }
+      let_go(i);
     }
     r->upstream_ops = 0;
   }
