@@ -333,3 +333,38 @@ describe("reporting", function()
     assert.equal(404, (helpers.request(other.port, "GET", "/__moonport/stats")))
   end)
 end)
+
+-- One row by primary key through moonport.pg (spec/fixtures/pg_app.lua's
+-- /world/:id, TechEmpower's single query) against a real PostgreSQL.
+-- Lua: the row's table and strings, the query's parameter; C: the
+-- result's memory as libpq reports it (PQresultMemorySize: its first
+-- block of about 2 KiB and the rest), charged to the request.
+local PG_LUA_BUDGET, PG_C_BUDGET = 1024, 4096
+
+describe("the allocation budget of a PostgreSQL query by primary key", function()
+  local pgsupport = require("spec.support.pg")
+  local cluster = pgsupport.cluster({ fixtures = { pgsupport.SCHEMA } })
+  local app
+  setup(function()
+    app = require("spec.support.process").start("spec/fixtures/pg_app.lua",
+      { "--stats", "--pg", cluster.conninfo })
+  end)
+  teardown(function() if app then app:stop() end end)
+
+  it("keeps GET /world/:id within its budget over 10,000 requests", function()
+    local request = helpers.build_request("GET", "/world/42")
+    blast(app.port, request, 1000)
+    local _, before = stats(app.port)
+    blast(app.port, request, 10000)
+    local _, after = stats(app.port)
+    local route = "GET /world/:id"
+    local n = after[route].count - before[route].count
+    assert.equal(10000, n)
+    local lua = (after[route].lua_bytes.total - before[route].lua_bytes.total) / n
+    local cb = (after[route].c_bytes.total - before[route].c_bytes.total) / n
+    assert(lua <= PG_LUA_BUDGET,
+      ("%s: %.1f Lua bytes per request, budget %d"):format(route, lua, PG_LUA_BUDGET))
+    assert(cb <= PG_C_BUDGET,
+      ("%s: %.1f C bytes per request, budget %d"):format(route, cb, PG_C_BUDGET))
+  end)
+end)
