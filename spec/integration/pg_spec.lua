@@ -148,7 +148,7 @@ describe("moonport.pg", function()
       local s, _, b = helpers.request(app.port, "GET", "/double/3")
       return s == 200 and b == "6"
     end, 10))
-    assert.is_true(helpers.now() - started < 3, "recovered after " .. (helpers.now() - started) .. " s")
+    assert.is_true(helpers.now() - started < 2, "recovered after " .. (helpers.now() - started) .. " s")
   end)
 end)
 
