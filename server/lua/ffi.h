@@ -315,6 +315,12 @@ const char *mp_pg_affected(double op);
  * 'M' message, 'D' detail, 'H' hint, 'P' position), or NULL. */
 const char *mp_pg_error_field(double op, int field);
 void mp_pg_release(double op);
+/* LISTEN channel on client: 0 with the listener's id in *id (no I/O
+ * yet). */
+int mp_pg_listen_open(int client, const char *channel, double *id);
+/* The next notification's payload for the listener: 0, MP_AGAIN (yield,
+ * then ask again), MP_DECLINED (replaced by a later listen: stop). */
+int mp_pg_listen_next(double id, const char **payload, size_t *len);
 
 /* ---- The app's files (ffi/app.c) ---- */
 

@@ -22,6 +22,7 @@
  * released at mp_pg_close.
  */
 #include "pg.h"
+#include "pg_int.h"
 
 #include <libpq-fe.h>
 #include <stdbool.h>
@@ -94,6 +95,7 @@ struct pgconn {
   int events;
   conn_state state;
   bool pinned;
+  bool listening; /* the client's LISTEN connection (pg_listen.c) */
   uint64_t next_attempt; /* loop time the next connect may start */
   unsigned backoff;
   uv_timer_t retry;
@@ -112,6 +114,7 @@ typedef struct pgclient {
   unsigned size;
   pgconn *conns[MAX_POOL];
   unsigned rr;
+  pgconn *listener; /* the connection its LISTENs go on, or NULL */
   pgconn **spare; /* pinned connections not in use */
   unsigned nspare, spare_cap;
 } pgclient;
@@ -382,6 +385,8 @@ static void watch(pgconn *c, int events) {
   }
 }
 
+static void on_retry(uv_timer_t *t);
+
 static void down(pgconn *c, const char *message) {
   /* The message may be libpq's, inside the PGconn that goes now. */
   char why[256];
@@ -395,6 +400,9 @@ static void down(pgconn *c, const char *message) {
   c->next_attempt = uv_now(pg.srv->loop) + c->backoff;
   c->backoff = c->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff * 2;
   fail_all(c, why);
+  /* A LISTEN connection comes back by itself: nobody queries on it. */
+  if (c->listening && pg.srv != NULL)
+    uv_timer_start(&c->retry, on_retry, c->next_attempt - uv_now(pg.srv->loop), 0);
 }
 
 static void fifo_push(pgconn *c, uint32_t i) {
@@ -521,6 +529,7 @@ static void connected(pgconn *c) {
   PQsetNoticeProcessor(c->pg, notice, NULL);
   c->state = C_READY;
   c->backoff = BACKOFF_MIN_MS;
+  if (c->listening) mp__pg_relisten(c->client);
   /* The queries that waited for it. */
   while (c->queue_head != NO_OP) {
     uint32_t i = c->queue_head;
@@ -577,6 +586,7 @@ static void on_poll(uv_poll_t *h, int status, int events) {
       return;
     }
     take_results(c);
+    if (c->listening) mp__pg_take_notifications(c->client, c->pg);
     if (PQstatus(c->pg) == CONNECTION_BAD) {
       down(c, PQerrorMessage(c->pg));
       wake_all();
@@ -589,7 +599,7 @@ static void on_poll(uv_poll_t *h, int status, int events) {
 
 static void on_retry(uv_timer_t *t) {
   pgconn *c = t->data;
-  if (c->state == C_DOWN && c->queued > 0) start_connect(c);
+  if (c->state == C_DOWN && (c->queued > 0 || c->listening)) start_connect(c);
   wake_all();
 }
 
@@ -906,11 +916,13 @@ void mp_pg_close(void) {
     pgclient *cl = &pg.clients[k];
     for (unsigned j = 0; j < cl->size; j++) free_conn(cl->conns[j]);
     for (unsigned j = 0; j < cl->nspare; j++) free_conn(cl->spare[j]);
+    free_conn(cl->listener);
     free(cl->spare);
     free(cl->conninfo);
   }
   for (unsigned k = 0; k < pg.npins; k++) free_conn(pg.pins[k]);
   free(pg.pins);
+  mp_pg_listen_close();
   pg.nwake = 0; /* nobody is resumed any more */
   for (uint32_t i = 0; i < pg.nops; i++) {
     if (pg.ops[i]->state != OP_FREE) release_op(i);
@@ -925,3 +937,34 @@ void mp_pg_close(void) {
   memset(&pg, 0, sizeof pg);
   srv->release_outbound = next;
 }
+
+/* ---- For pg_listen.c ---- */
+
+int mp__pg_listener_send(int client, const char *sql) {
+  if (client < 0 || (unsigned)client >= pg.nclients) return MP_INVALID;
+  pgclient *cl = &pg.clients[client];
+  if (cl->listener == NULL) {
+    cl->listener = new_conn(client, true);
+    if (cl->listener == NULL) return MP_NOMEM;
+    cl->listener->listening = true;
+  }
+  pgconn *c = cl->listener;
+  if (c->state != C_READY) {
+    if (c->state == C_DOWN) start_connect(c);
+    return 0; /* connected() sends every LISTEN */
+  }
+  uint32_t i;
+  int rc = new_op(&i);
+  if (rc != 0) return rc;
+  pgop *op = pg.ops[i];
+  op->state = OP_SENT;
+  if (send_op(c, i, sql, 0, NULL, NULL) != 0) {
+    release_op(i);
+    return MP_CLOSED;
+  }
+  op->orphan = true; /* nobody reads its answer */
+  flush(c);
+  return 0;
+}
+
+uv_loop_t *mp__pg_loop(void) { return pg.srv != NULL ? pg.srv->loop : NULL; }

@@ -67,4 +67,17 @@ int mp_pg_outcome(double op, PGresult **res, const char **msg);
 /* Lets go of an operation and its result. */
 void mp_pg_free(double op);
 
+/* LISTEN/NOTIFY (pg_listen.c). Listens to channel on client: *id names
+ * the listener; no I/O until its first read. Listening again to the same
+ * client and channel replaces the listener (its old id goes stale).
+ * Returns 0 or MP_NOMEM. */
+int mp_pg_listen(int client, const char *channel, double *id);
+/* The next notification's payload for listener id (valid until the next
+ * call): 0; MP_AGAIN when r must wait (yield) for one; MP_DECLINED when
+ * the listener was replaced. The first call sends the LISTEN. */
+int mp_pg_notification(mp_request *r, double id, const char **payload,
+                       size_t *len);
+/* Frees every listener; the worker is stopping. */
+void mp_pg_listen_close(void);
+
 #endif

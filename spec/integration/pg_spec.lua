@@ -74,7 +74,9 @@ describe("moonport.pg", function()
       assert.equal(200, resp.status)
       assert.equal(tostring(2 * i), resp.body)
     end
-    local backends = cluster:psql("SELECT count(*) FROM pg_stat_activity WHERE datname = 'moonport' AND pid <> pg_backend_pid()")
+    -- The listening connection of db:listen aside.
+    local backends = cluster:psql("SELECT count(*) FROM pg_stat_activity WHERE datname = 'moonport' "
+      .. "AND pid <> pg_backend_pid() AND query NOT LIKE 'LISTEN%'")
     assert.equal("1", backends)
   end)
 
@@ -135,6 +137,14 @@ describe("moonport.pg", function()
     assert.equal(500, status)
     local _, world = get("/world/3")
     assert.equal(3, world.id)
+  end)
+
+  it("delivers NOTIFY to db:listen", function()
+    assert.truthy(helpers.eventually(function()
+      cluster:psql("NOTIFY events, 'hello'")
+      local _, r = get("/notified")
+      return r.value == "events:hello"
+    end))
   end)
 
   it("turns a killed server into errors, then serves again once it is back", function()

@@ -29,6 +29,8 @@ int mp_pg_value(double op, int row, int col, const char **out);
 const char *mp_pg_affected(double op);
 const char *mp_pg_error_field(double op, int field);
 void mp_pg_release(double op);
+int mp_pg_listen_open(int client, const char *channel, double *id);
+int mp_pg_listen_next(double id, const char **payload, size_t *len);
 ]]
 
 local C = ffi.C
@@ -41,6 +43,7 @@ local mp_pg_nfields, mp_pg_fname = C.mp_pg_nfields, C.mp_pg_fname
 local mp_pg_ftype, mp_pg_value = C.mp_pg_ftype, C.mp_pg_value
 local mp_pg_affected, mp_pg_error_field = C.mp_pg_affected, C.mp_pg_error_field
 local mp_pg_release = C.mp_pg_release
+local mp_pg_listen_open, mp_pg_listen_next = C.mp_pg_listen_open, C.mp_pg_listen_next
 
 local MP_AGAIN, MP_BAD_CONTEXT = C.MP_AGAIN, C.MP_BAD_CONTEXT
 local MP_TIMEOUT, MP_CLOSED, MP_STATE = C.MP_TIMEOUT, C.MP_CLOSED, C.MP_STATE
@@ -422,6 +425,44 @@ function Tx:transaction(fn)
   end
   query(self, "ROLLBACK TO SAVEPOINT " .. name)
   error(results[2], 0)
+end
+
+local len_out = ffi.new("size_t[1]")
+
+--- Calls fn(channel, payload) for every NOTIFY on channel, in a timer
+-- (outside any request; fn may query, sleep and use sockets), from a
+-- connection of the client's own that LISTENs, and LISTENs again after a
+-- reconnect. Listening again to the same channel (a reload runs the app
+-- again) replaces the old listener. fn's errors are logged. Returns true,
+-- or nil and an error.
+-- @usage db:listen("orders", function(channel, payload) cache:delete(payload) end)
+function Client:listen(channel, fn)
+  if type(channel) ~= "string" or channel == "" then
+    error("moonport.pg: listen takes a channel name", 2)
+  end
+  if type(fn) ~= "function" then error("moonport.pg: listen takes a function", 2) end
+  if mp_pg_listen_open(self.id, channel, op_out) ~= 0 then
+    return nil, new_error("too many listeners")
+  end
+  local id = op_out[0]
+  local log = require("moonport.core.log").log
+  local ok, err = require("moonport").timer.at(0, function(premature)
+    if premature then return end
+    while true do
+      local rc = mp_pg_listen_next(id, str_out, len_out)
+      if rc == 0 then
+        local payload = ffi_string(str_out[0], len_out[0])
+        local fine, ferr = pcall(fn, channel, payload)
+        if not fine then log("error", "moonport.pg: listener of " .. channel .. " failed: " .. tostring(ferr)) end
+      elseif rc == MP_AGAIN then
+        if not suspend() then return end
+      else
+        return -- replaced by a later listen, or the worker stops
+      end
+    end
+  end)
+  if not ok then return nil, new_error(tostring(err)) end
+  return true
 end
 
 --- A client for conninfo (libpq's "key=value ..." string or a

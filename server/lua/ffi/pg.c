@@ -100,3 +100,11 @@ const char *mp_pg_error_field(double op, int field) {
 }
 
 void mp_pg_release(double op) { mp_pg_free(op); }
+
+int mp_pg_listen_open(int client, const char *channel, double *id) {
+  return mp_pg_listen(client, channel, id);
+}
+
+int mp_pg_listen_next(double id, const char **payload, size_t *len) {
+  return mp_pg_notification(mp_request_current(), id, payload, len);
+}
