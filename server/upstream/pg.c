@@ -40,7 +40,7 @@
 #define MAX_CLIENTS 16
 #define MAX_POOL 64
 /* Operations a connection carries and queues before a query is refused. */
-#define MAX_QUEUED 4096
+#define MAX_QUEUED 65536
 #define SLOT_BITS 20
 #define MAX_OPS (1u << SLOT_BITS)
 #define BACKOFF_MIN_MS 100
