@@ -377,6 +377,16 @@ function Client:query(sql, ...) return query(self, sql, ...) end
 -- @usage local results = db:batch({ {"SELECT 1"}, {"SELECT $1::int", 2} })
 function Client:batch(list) return batch(self, list) end
 
+--- The same client with another timeout, in ms, for the queries made
+-- through it: a per-query override of --pg-timeout.
+-- @usage local rows, err = db:timeout(200):query("SELECT slow()")
+function Client:timeout(ms)
+  if type(ms) ~= "number" or ms <= 0 or ms ~= ms then
+    error("moonport.pg: timeout takes a positive number of ms", 2)
+  end
+  return setmetatable({ id = self.id, timeout = ms }, Client)
+end
+
 local Tx = {}
 Tx.__index = Tx
 function Tx:query(sql, ...) return query(self, sql, ...) end
