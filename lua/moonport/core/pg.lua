@@ -325,7 +325,7 @@ Client.__index = Client
 
 local function query(self, sql, ...)
   local n = select("#", ...)
-  local op, err = send(self.id, self.pin or -1, sql, n, { ... }, self.timeout)
+  local op, err = send(self.id, self.pin or -1, sql, n, { ... }, self.timeout_ms)
   if not op then return nil, err end
   if not await() then
     mp_pg_release(op)
@@ -340,7 +340,7 @@ local function batch(self, list)
   for i = 1, #list do
     local item = list[i]
     local op, err = send(self.id, self.pin or -1, item[1], #item - 1,
-                         { select(2, unpack(item)) }, self.timeout)
+                         { select(2, unpack(item)) }, self.timeout_ms)
     ops[i] = op or false
     if not op then results[i] = { err = err } end
   end
@@ -384,7 +384,7 @@ function Client:timeout(ms)
   if type(ms) ~= "number" or ms <= 0 or ms ~= ms then
     error("moonport.pg: timeout takes a positive number of ms", 2)
   end
-  return setmetatable({ id = self.id, timeout = ms }, Client)
+  return setmetatable({ id = self.id, timeout_ms = ms }, Client)
 end
 
 local Tx = {}
@@ -404,7 +404,7 @@ function Client:transaction(fn)
     error("moonport.pg: transactions are only available while serving", 2)
   end
   if pin < 0 then return nil, new_error("cannot open a connection for the transaction") end
-  local tx = setmetatable({ id = self.id, pin = pin, timeout = self.timeout, depth = 0 }, Tx)
+  local tx = setmetatable({ id = self.id, pin = pin, timeout_ms = self.timeout_ms }, Tx)
   local ok, err = query(tx, "BEGIN")
   if not ok then
     mp_pg_pin_close(pin)
@@ -485,7 +485,7 @@ function pg.connect(conninfo, opts)
   opts = opts or {}
   local id = mp_pg_open(conninfo, tonumber(opts.pool_size) or 1)
   if id < 0 then error("moonport.pg.connect: out of clients", 2) end
-  return setmetatable({ id = id, timeout = opts.timeout }, Client)
+  return setmetatable({ id = id, timeout_ms = tonumber(opts.timeout) }, Client)
 end
 
 --- The client of --pg, else of DATABASE_URL, else of libpq's PG*
