@@ -149,7 +149,22 @@ describe("moonport.pg", function()
 
   it("turns a killed server into errors, then serves again once it is back", function()
     assert.equal("2", select(3, helpers.request(app.port, "GET", "/double/1")))
+    -- Killed under load: the queries in flight fail, none hangs.
+    local busy = {}
+    for i = 1, 20 do
+      busy[i] = helpers.connect(app.port)
+      busy[i]:send(helpers.build_request("GET", "/busy"))
+    end
+    assert.truthy(helpers.eventually(function()
+      return cluster:psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(0.5)%' "
+        .. "AND pid <> pg_backend_pid()") ~= "0"
+    end))
     cluster:kill()
+    for i = 1, 20 do
+      local resp = busy[i]:read_response({ timeout = 10 })
+      busy[i]:close()
+      assert.equal(503, resp.status, resp.body)
+    end
     local status, _, body = helpers.request(app.port, "GET", "/double/2")
     assert.equal(503, status, body)
     cluster:restart()
