@@ -228,12 +228,15 @@ def report(work, csv_path, out_path):
     w("")
     w(f"Command: `{meta['command']}`, {meta['date']}, {meta['cpu']}, kernel {meta['kernel']}.")
     if has_moonport:
-        w(f"moonport: {meta['moonport']}, `moonport.pg` (libpq {meta['libpq']}), one worker. ")
+        w(f"moonport: {meta['moonport']}, `moonport.pg` (libpq {meta['libpq']}), one worker.")
     else:
         w(f"moonport: not measured: {meta['moonport_skipped']}")
     w(f"Node: {meta['node']}, postgres.js {meta['postgres_js']} (npm), `max: 1`. "
       f"FastAPI: {meta['fastapi']}, asyncpg {meta['asyncpg']}, a pool of "
       f"{meta['fastapi_pool']} connections. PostgreSQL {meta['postgres']}; wrk {meta['wrk']}.")
+    if meta.get("node_debian"):
+        w(f"Debian 12's own Node.js is {meta['node_debian']} (package nodejs); the issue's peer "
+          "is Node 20, which comes from NodeSource's nodejs package.")
     w("")
     w("The apps ([app.lua](pg/app.lua), [node.js](pg/node.js), "
       "[fastapi_app.py](pg/fastapi_app.py)) answer TechEmpower's single query test, "
