@@ -57,6 +57,10 @@ moonport.sleep = core.sleep
 moonport.log = core.log
 moonport.shared = core.shared
 moonport.json = require("moonport.json")
+
+--- The null value: SQL NULL from moonport.pg, JSON null in moonport.json,
+-- ngx.null; `res:json` writes it as null.
+moonport.null = moonport.json.null
 -- Timers, light threads and semaphores (core/task.lua).
 moonport.timer = core.timer
 moonport.thread = core.thread

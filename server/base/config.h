@@ -53,6 +53,8 @@ typedef struct mp_config {
   uint64_t resolver_cache_ms; /* how long a resolved host name is kept */
   const char *tls_ca;          /* CA certificates for outbound TLS, or NULL
                                   for the system store */
+  const char *pg;              /* --pg CONNINFO: moonport.pg's default */
+  uint64_t pg_timeout_ms;      /* a query's default timeout */
 } mp_config;
 
 enum {

@@ -273,6 +273,49 @@ int mp_timer_start(double id, double delay_ms, double interval_ms);
 /* Timers of this worker pending or running now. */
 int mp_timer_count(void);
 
+/* ---- moonport.pg (ffi/pg.c) ---- */
+
+/* PostgreSQL (upstream/pg.h). Clients are numbers (made at load time as
+ * well as later; no I/O until the first query), queries are operations
+ * named by handles. A request sends queries, then waits once for all of
+ * them (mp_pg_await), then reads each result and lets it go. */
+
+/* The client for conninfo with pool_size pipelined connections: its id,
+ * or MP_NOMEM. */
+int mp_pg_open(const char *conninfo, int pool_size);
+/* --pg's connection string, or NULL. */
+const char *mp_pg_default(void);
+/* A connection of its own for a transaction: a pin id, or an error. */
+int mp_pg_pin_open(int client);
+void mp_pg_pin_close(int pin);
+/* Sends sql with nparams text parameters (values[i] NULL for NULL) on
+ * client, or on pin when pin >= 0: 0 with *op set. MP_STATE: too many
+ * queries queued on the connection. timeout_ms <= 0: --pg-timeout. */
+int mp_pg_query(int client, int pin, const char *sql, int nparams,
+                const char **values, const int *lengths, double timeout_ms,
+                double *op);
+/* 0 when every query the running request sent has ended, else MP_AGAIN
+ * (the caller yields, and asks again once resumed). */
+int mp_pg_await(void);
+/* An ended query: 0, or MP_TIMEOUT, MP_CLOSED (the connection failed; the
+ * message in *msg), MP_DECLINED (the server's error: mp_pg_error_field),
+ * MP_NOMEM (the result is larger than --request-memory-limit). Its result
+ * memory is charged to the running request. */
+int mp_pg_result(double op, const char **msg);
+int mp_pg_ntuples(double op);
+int mp_pg_nfields(double op);
+/* Column col's name (static until the op is released) and type OID. */
+const char *mp_pg_fname(double op, int col);
+int mp_pg_ftype(double op, int col);
+/* The value's length with its text in *out, or -1 for NULL. */
+int mp_pg_value(double op, int row, int col, const char **out);
+/* The rows a command affected ("" when none said). */
+const char *mp_pg_affected(double op);
+/* A field of the server's error (libpq's PG_DIAG_* codes: 'C' SQLSTATE,
+ * 'M' message, 'D' detail, 'H' hint, 'P' position), or NULL. */
+const char *mp_pg_error_field(double op, int field);
+void mp_pg_release(double op);
+
 /* ---- The app's files (ffi/app.c) ---- */
 
 /* The app loaded the file at path: a worker tells the master, which

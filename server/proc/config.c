@@ -131,6 +131,11 @@ static const option options[] = {
     {"--tls-ca", OPT_FILE, "FILE", TEXT(tls_ca), NULL, 0, 0, NULL,
      "PEM file of CA certificates outbound TLS verifies against, instead "
      "of the system store"},
+    {"--pg", OPT_TEXT, "CONNINFO", TEXT(pg), NULL, 0, 0, "a connection string",
+     "the PostgreSQL server pg.default() connects to (libpq's conninfo or "
+     "URI); else DATABASE_URL, else libpq's PG* environment"},
+    {"--pg-timeout", OPT_SECONDS, "SECONDS", MS(pg_timeout_ms), "30", 0, 0,
+     NULL, "a PostgreSQL query not answered this long fails with a timeout"},
     {"--mock", OPT_TEXT, "DIR", TEXT(mock_dir), NULL, 0, 0, "a directory",
      "serve a WireMock directory (DIR/mappings, DIR/__files, DIR/*.lua) "
      "instead of an APP"},

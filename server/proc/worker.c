@@ -29,6 +29,7 @@
 #include "log.h"
 #include "master.h"
 #include "request.h"
+#include "pg.h"
 #include "socket.h"
 #include "stats_endpoint.h"
 #include "timer.h"
@@ -75,6 +76,7 @@ static void stop_now(mp_worker *w) {
   mp_server_close(&w->srv);
   mp_conn_close_all(&w->srv);
   mp_request_close_all(&w->srv);
+  mp_pg_close();
   mp_upstream_close();
 }
 
@@ -229,7 +231,7 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
   mp_server *srv = &w->srv;
   mp_server_init(srv, uv_default_loop(), cfg, id, shared);
   srv->on_drained = on_drained;
-  if (mp_upstream_init(srv) != 0) return MP_NOMEM;
+  if (mp_upstream_init(srv) != 0 || mp_pg_init(srv) != 0) return MP_NOMEM;
   if (cfg->stats) srv->intercept = mp_stats_endpoint;
   mp_http1_set_server(cfg->server_header); /* checked by mp_config_parse */
   signal(SIGPIPE, SIG_IGN);

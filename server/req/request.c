@@ -67,6 +67,7 @@ mp_request *mp_request_acquire(mp_server *s, mp_conn *c) {
   r->handler.co = NULL;
   r->running = false;
   r->wait = NULL;
+  r->upstream_ops = r->awaiting = 0;
   r->started = r->body_done = r->draining = r->continue_sent = false;
   r->trailers.len = 0;
   r->in_trailer = r->trailer_value = false;
@@ -86,7 +87,8 @@ void mp_request_release(mp_request *r) {
     mp__task_unlink(r);
   else if (r->live && r->conn == NULL)
     unlink_detached(r);
-  if (r->outbound != NULL && s->release_outbound != NULL)
+  if ((r->outbound != NULL || r->upstream_ops > 0) &&
+      s->release_outbound != NULL)
     s->release_outbound(r);
   r->gen++;
   r->conn = NULL;

@@ -108,6 +108,10 @@ struct mp_request {
   /* The outbound sockets its code holds (upstream/'s, opaque here): the
    * server's release_outbound closes or pools them when r is released. */
   void *outbound;
+  /* Outbound operations it sent (upstream/pg.c's queries), and how many of
+   * them its wait still waits for. */
+  unsigned upstream_ops;
+  unsigned awaiting;
 
   /* Tasks (task.h). A request or a task is the parent of the tasks it
    * spawned, which end before it does (its code waits for them, or they

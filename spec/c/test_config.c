@@ -30,7 +30,7 @@ static const struct field {
     F(idle_timeout_ms), F(shutdown_timeout_ms), F(header_timeout_ms),
     F(body_timeout_ms), F(write_timeout_ms), F(max_body_size),
     F(max_header_size), F(max_headers), F(max_connections),
-    F(resolver_cache_ms), F(tls_ca),
+    F(resolver_cache_ms), F(tls_ca), F(pg), F(pg_timeout_ms),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -108,6 +108,8 @@ static void test_defaults(void) {
   CHECK_EQ_INT(d->max_connections, 10000);
   CHECK_EQ_INT(d->resolver_cache_ms, 30000);
   CHECK(d->tls_ca == NULL);
+  CHECK(d->pg == NULL);
+  CHECK_EQ_INT(d->pg_timeout_ms, 30000);
 }
 
 /* One option given one value: what it must change. */
@@ -130,6 +132,7 @@ static const setting settings[] = {
     {"--load-timeout", "1.007", "load_timeout_ms", 1007, NULL},
     {"--watch-delay", "1.008", "watch_delay_ms", 1008, NULL},
     {"--resolver-cache", "1.009", "resolver_cache_ms", 1009, NULL},
+    {"--pg-timeout", "1.011", "pg_timeout_ms", 1011, NULL},
     {"--max-body-size", "70001", "max_body_size", 70001, NULL},
     {"--max-header-size", "70002", "max_header_size", 70002, NULL},
     {"--write-high-water", "70003", "write_high_water", 70003, NULL},
@@ -145,6 +148,7 @@ static const setting settings[] = {
     {"--admin-host", "a.test", "admin_hosts", 0, "a.test"},
     {"--error-log", "err.log", "error_log", 0, "err.log"},
     {"--tls-ca", "ca.pem", "tls_ca", 0, "ca.pem"},
+    {"--pg", "dbname=x", "pg", 0, "dbname=x"},
     {"--access-log", "access.log", "access_log", 0, "access.log"},
     {"--server-header", "edge/1", "server_header", 0, "edge/1"},
     {"--no-cors", NULL, "cors", 0, NULL},

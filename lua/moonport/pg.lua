@@ -1,0 +1,12 @@
+--- moonport.pg: PostgreSQL from handlers (see lua/moonport/core/pg.lua).
+--
+--     local pg = require("moonport.pg")
+--     local db = pg.connect("postgresql://app@localhost/app")
+--     app:get("/users/:id", function(req, res)
+--       local rows, err = db:query("SELECT id, name FROM users WHERE id = $1", req.params.id)
+--       if not rows then return res:status(500):json({ error = tostring(err) }) end
+--       res:json(rows[1] or moonport.json.null)
+--     end)
+--
+-- @module moonport.pg
+return require("moonport.core.pg")
