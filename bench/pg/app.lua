@@ -20,8 +20,17 @@ local db = pg.connect(os.getenv("DATABASE_URL"))
 local SQL = "SELECT id, randomnumber FROM world WHERE id = $1"
 local random = math.random
 
+-- The first few different failures also go to the error log, so that a
+-- run with errors says what they were; the client gets every one.
+local logged, nlogged = {}, 0
+
 local function failed(res, err)
-  res:status(500):json({ error = tostring(err) })
+  local message = tostring(err)
+  if nlogged < 5 and not logged[message] then
+    logged[message], nlogged = true, nlogged + 1
+    moonport.log("error", "query failed: " .. message)
+  end
+  res:status(500):json({ error = message })
 end
 
 -- TFB's rule for the queries parameter: an integer clamped to 1..500,

@@ -204,6 +204,12 @@ def report(work, csv_path, out_path):
         for line in open(up_path):
             scenario, server, n = line.split()
             upstream[(scenario, server)] = n
+    logged = {}
+    logged_path = os.path.join(work, "log_errors.tsv")
+    if os.path.exists(logged_path):
+        for line in open(logged_path):
+            server, text = line.rstrip("\n").split("\t", 1)
+            logged.setdefault(server, []).append(text)
     rows = list(csv.DictReader(open(csv_path)))
     by = {}
     for row in rows:
@@ -214,6 +220,11 @@ def report(work, csv_path, out_path):
 
     def med(scenario, server, key):
         return statistics.median(float(r[key]) for r in by[(scenario, server)])
+
+    def wrk_us_per_request(scenario, server):
+        """wrk's CPU per 2xx answer, median over the rounds."""
+        return statistics.median(float(r["wrk_cpu_pct"]) * 1e4 / max(float(r["rps"]), 1e-9)
+                                 for r in by[(scenario, server)])
 
     def errors(scenario, server):
         return sum(int(r[k]) for r in by[(scenario, server)]
@@ -275,6 +286,7 @@ def report(work, csv_path, out_path):
     if has_moonport:
         w("| target | scenario | this run | verdict |")
         w("| --- | --- | ---: | --- |")
+        unmet = []
         for s in scenarios:
             kind = s.split("-")[0]
             for peer, want in TARGETS[kind].items():
@@ -284,9 +296,35 @@ def report(work, csv_path, out_path):
                 n = errors(s, "moonport")
                 verdict = ("met" if ratio >= want else "not met") if not n else \
                     f"not met: moonport had {n:,} errors"
+                if verdict != "met":
+                    unmet.append((s, peer, want))
                 w(f"| requests per second ≥ {want:g}× {LABEL[peer]}'s | {s} | {ratio:.2f}× | "
                   f"{verdict} |")
         w("")
+        if unmet:
+            w("What stands in the way, from this run's figures. CPU 1 carries wrk and PostgreSQL; "
+              "the most requests per second it could carry for moonport, with nothing else on it, "
+              "is one second over the CPU 1 time one moonport request cost there (wrk's CPU "
+              "and PostgreSQL's per request, softirqs not counted). The last column is the same "
+              "bound for moonport's own core, from its CPU per request.")
+            w("")
+            w("| scenario | target req/s | CPU 1 ceiling req/s (wrk + PostgreSQL µs/req) | "
+              "CPU 0 ceiling req/s (moonport µs/req) |")
+            w("| --- | ---: | ---: | ---: |")
+            for s in dict.fromkeys(u[0] for u in unmet):
+                need = max(want * med(s, peer, "rps") for (sc, peer, want) in unmet if sc == s)
+                wrk_us = wrk_us_per_request(s, "moonport")
+                db_us = med(s, "moonport", "db_cpu_us_per_request")
+                own_us = med(s, "moonport", "server_cpu_us_per_request")
+                w(f"| {s} | {fmt_int(need)} | {fmt_int(1e6 / (wrk_us + db_us))} "
+                  f"({wrk_us:.1f} + {db_us:.1f}) | {fmt_int(1e6 / own_us)} ({own_us:.1f}) |")
+            w("")
+            w("moonport.pg sends a worker's queries over one connection (its default "
+              "`pool_size`), so PostgreSQL runs them all in one backend process, which can use "
+              "at most one core: here the core it shares with wrk. On this 2-CPU layout the "
+              "database's core, not moonport's, sets the pace once moonport's rate nears the "
+              "CPU 1 ceiling; the CPU per request columns compare the servers' own work.")
+            w("")
 
     head = "| scenario | " + " | ".join(f"{LABEL[s]} req/s" for s in servers)
     sep = "| --- | " + " | ".join("---:" for _ in servers)
@@ -348,6 +386,13 @@ def report(work, csv_path, out_path):
               f"{med(s, v, 'server_core_busy_pct'):.0f} | "
               f"{med(s, v, 'wrk_core_busy_pct'):.0f} | "
               f"{med(s, v, 'other_cpu_pct'):.0f} | {errors(s, v)} |")
+    failing = [sv for sv in servers if any(errors(sc, sv) for sc in scenarios)]
+    if failing:
+        w("")
+        w("What the errors said, from the error lines of each failing server's log: " + "; ".join(
+            f"{LABEL[sv]}: " + (", ".join(f"`{t}`" for t in logged[sv]) if sv in logged
+                                else "nothing logged")
+            for sv in failing) + ".")
     if upstream:
         w("")
         w("Connections to PostgreSQL each server held in the middle of its last run (`ss`): " +
