@@ -311,19 +311,34 @@ def report(work, csv_path, out_path):
             w("| scenario | target req/s | CPU 1 ceiling req/s (wrk + PostgreSQL µs/req) | "
               "CPU 0 ceiling req/s (moonport µs/req) |")
             w("| --- | ---: | ---: | ---: |")
+            notes = []
             for s in dict.fromkeys(u[0] for u in unmet):
                 need = max(want * med(s, peer, "rps") for (sc, peer, want) in unmet if sc == s)
                 wrk_us = wrk_us_per_request(s, "moonport")
                 db_us = med(s, "moonport", "db_cpu_us_per_request")
                 own_us = med(s, "moonport", "server_cpu_us_per_request")
-                w(f"| {s} | {fmt_int(need)} | {fmt_int(1e6 / (wrk_us + db_us))} "
-                  f"({wrk_us:.1f} + {db_us:.1f}) | {fmt_int(1e6 / own_us)} ({own_us:.1f}) |")
+                cpu1, cpu0 = 1e6 / (wrk_us + db_us), 1e6 / own_us
+                w(f"| {s} | {fmt_int(need)} | {fmt_int(cpu1)} "
+                  f"({wrk_us:.1f} + {db_us:.1f}) | {fmt_int(cpu0)} ({own_us:.1f}) |")
+                if cpu1 < need and cpu0 < need:
+                    note = ("both ceilings are below the target: at this run's CPU per request "
+                            "neither moonport's core nor the one the database shares with wrk "
+                            "could carry it")
+                elif cpu1 < need:
+                    note = ("only CPU 1's ceiling is below the target: the database's core "
+                            "sets the pace")
+                elif cpu0 < need:
+                    note = "only moonport's own core's ceiling is below the target"
+                else:
+                    note = "neither ceiling is below the target"
+                if errors(s, "moonport"):
+                    note += (f"; moonport also answered {errors(s, 'moonport'):,} requests "
+                             "with errors (below)")
+                notes.append(f"In {s}, {note}.")
             w("")
             w("moonport.pg sends a worker's queries over one connection (its default "
               "`pool_size`), so PostgreSQL runs them all in one backend process, which can use "
-              "at most one core: here the core it shares with wrk. On this 2-CPU layout the "
-              "database's core, not moonport's, sets the pace once moonport's rate nears the "
-              "CPU 1 ceiling; the CPU per request columns compare the servers' own work.")
+              "at most one core: here the core it shares with wrk. " + " ".join(notes))
             w("")
 
     head = "| scenario | " + " | ".join(f"{LABEL[s]} req/s" for s in servers)
