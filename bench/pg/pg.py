@@ -37,6 +37,7 @@ import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from http_client import connect, exchange, get_request  # noqa: E402
+from peer_report import alloc, fmt_int, get, read_tsv  # noqa: E402
 
 SCENARIOS = {
     "db-32": ("GET /db", 32),
@@ -55,10 +56,6 @@ TARGETS = {
 
 # ---------------------------------------------------------------- check
 
-def get(port, path, timeout=10):
-    with connect(port, timeout) as sock:
-        (response,) = exchange(sock, get_request(path, port), 1, timeout)
-    return response
 
 
 def world_error(obj, world):
@@ -160,40 +157,9 @@ def check(port, world_path):
     return 0
 
 
-# ---------------------------------------------------------------- alloc
-
-def stats(port):
-    doc = json.loads(get(port, "/__moonport/stats").body)
-    return doc, {r["method"] + " " + r["pattern"]: r for r in doc["routes"]}
-
-
-def alloc(port, route, command):
-    before_doc, before = stats(port)
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    after_doc, after = stats(port)
-    n = after[route]["count"] - before.get(route, {"count": 0})["count"]
-    b = before.get(route, {"lua_bytes": {"total": 0}, "c_bytes": {"total": 0}})
-    lua = (after[route]["lua_bytes"]["total"] - b["lua_bytes"]["total"]) / n
-    c = (after[route]["c_bytes"]["total"] - b["c_bytes"]["total"]) / n
-    mallocs = after_doc["worker"]["mallocs"] - before_doc["worker"]["mallocs"]
-    print(f"{route} lua={lua:.1f} c={c:.1f} requests={n} mallocs={mallocs}")
-    return 0
-
-
 # ---------------------------------------------------------------- report
 
-def fmt_int(x):
-    return f"{x:,.0f}"
 
-
-def read_tsv(path):
-    out = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                key, _, val = line.rstrip("\n").partition("\t")
-                out[key] = val
-    return out
 
 
 def report(work, csv_path, out_path):

@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from http_client import connect, exchange, get_request  # noqa: E402
+from peer_report import alloc, fmt_int, get, read_tsv  # noqa: E402
 
 SCENARIOS = {
     "get": "one GET per request",
@@ -45,12 +45,6 @@ def value(i):
     return '{"id":%d,"name":"user-%d"}' % (i, i)
 
 
-def get(port, path):
-    with connect(port, 10) as sock:
-        (response,) = exchange(sock, get_request(path, port), 1, 10)
-    return response
-
-
 def check(port):
     expected = {"/get": value(1), "/pipeline": "\n".join(value(i) for i in range(1, 11))}
     ok = True
@@ -63,36 +57,12 @@ def check(port):
     return 0 if ok else 1
 
 
-def stats(port):
-    doc = json.loads(get(port, "/__moonport/stats").body)
-    return doc, {r["method"] + " " + r["pattern"]: r for r in doc["routes"]}
 
 
-def alloc(port, route, command):
-    before_doc, before = stats(port)
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    after_doc, after = stats(port)
-    n = after[route]["count"] - before.get(route, {"count": 0})["count"]
-    b = before.get(route, {"lua_bytes": {"total": 0}, "c_bytes": {"total": 0}})
-    lua = (after[route]["lua_bytes"]["total"] - b["lua_bytes"]["total"]) / n
-    c = (after[route]["c_bytes"]["total"] - b["c_bytes"]["total"]) / n
-    mallocs = after_doc["worker"]["mallocs"] - before_doc["worker"]["mallocs"]
-    print(f"{route} lua={lua:.1f} c={c:.1f} requests={n} mallocs={mallocs}")
-    return 0
 
 
-def fmt_int(x):
-    return f"{x:,.0f}"
 
 
-def read_tsv(path):
-    out = {}
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                key, _, val = line.rstrip("\n").partition("\t")
-                out[key] = val
-    return out
 
 
 def report(work, csv_path, out_path):
