@@ -253,6 +253,18 @@ function process.start(app_path, extra_args, opts)
   return self
 end
 
+-- Whether the process of obj (a Server or a Program) still runs; once it
+-- has exited, its exit status is kept in obj[field].
+local function still_running(obj, field)
+  if obj[field] then return false end
+  local wpid, reason, status = wait.wait(obj.pid, wait.WNOHANG)
+  if wpid == obj.pid then
+    obj[field] = describe_status(reason, status)
+    return false
+  end
+  return true
+end
+
 -- Another program the specs run beside moonport (a real upstream: a TLS
 -- server, redis-server, memcached, postgres), its output in a scratch file.
 local Program = {}
@@ -348,13 +360,7 @@ end
 
 --- Whether the program still runs.
 function Program:alive()
-  if self.status then return false end
-  local wpid, reason, status = wait.wait(self.pid, wait.WNOHANG)
-  if wpid == self.pid then
-    self.status = describe_status(reason, status)
-    return false
-  end
-  return true
+  return still_running(self, "status")
 end
 
 --- Stops the program: SIGTERM, then SIGKILL after 5 s, and removes its
@@ -463,13 +469,7 @@ end
 
 --- Is the process still running (not yet exited)?
 function Server:alive()
-  if self.code then return false end
-  local wpid, reason, status = wait.wait(self.pid, wait.WNOHANG)
-  if wpid == self.pid then
-    self.code = describe_status(reason, status)
-    return false
-  end
-  return true
+  return still_running(self, "code")
 end
 
 --- Stops the server with SIGTERM (or `sig`), waits at most `timeout`
