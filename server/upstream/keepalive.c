@@ -18,11 +18,18 @@
 #include "errors.h"
 #include "socket_int.h"
 
+/* Pools are keyed by what handlers connect to, which a request may
+ * choose: past this many, connects to new keys fail rather than grow the
+ * list without end. */
+#define MAX_POOLS 4096
+
 static mp_kpool *pools;
+static unsigned npools;
 
 mp_kpool *mp__kpool_get(const char *key, unsigned size, int backlog) {
   for (mp_kpool *p = pools; p != NULL; p = p->next)
     if (strcmp(p->key, key) == 0) return p;
+  if (npools == MAX_POOLS) return NULL;
   size_t n = strlen(key) + 1;
   mp_kpool *p = calloc(1, sizeof *p + n);
   if (p == NULL) return NULL;
@@ -32,6 +39,7 @@ mp_kpool *mp__kpool_get(const char *key, unsigned size, int backlog) {
   p->backlog = backlog;
   p->next = pools;
   pools = p;
+  npools++;
   return p;
 }
 
@@ -109,4 +117,5 @@ void mp__kpool_free_all(void) {
     pools = p->next;
     free(p);
   }
+  npools = 0;
 }

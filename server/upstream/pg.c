@@ -39,6 +39,8 @@
 
 #define MAX_CLIENTS 16
 #define MAX_POOL 64
+/* Transactions open at once per worker, each on a connection of its own. */
+#define MAX_PINS 64
 /* Operations a connection carries and queues before a query is refused. */
 #define MAX_QUEUED 65536
 #define SLOT_BITS 20
@@ -835,6 +837,9 @@ int mp_pg_client(const char *conninfo, unsigned size) {
 
 int mp_pg_pin(int client) {
   if (client < 0 || (unsigned)client >= pg.nclients) return MP_INVALID;
+  unsigned in_use = 0;
+  for (unsigned k = 0; k < pg.npins; k++) in_use += pg.pins[k] != NULL;
+  if (in_use >= MAX_PINS) return MP_STATE;
   pgclient *cl = &pg.clients[client];
   pgconn *c = cl->nspare > 0 ? cl->spare[--cl->nspare] : new_conn(client, true);
   if (c == NULL) return MP_NOMEM;

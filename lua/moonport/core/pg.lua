@@ -403,6 +403,9 @@ function Client:transaction(fn)
   if pin == MP_BAD_CONTEXT then
     error("moonport.pg: transactions are only available while serving", 2)
   end
+  if pin == MP_STATE then
+    return nil, new_error("too many transactions at once (64 per worker)")
+  end
   if pin < 0 then return nil, new_error("cannot open a connection for the transaction") end
   local tx = setmetatable({ id = self.id, pin = pin, timeout_ms = self.timeout_ms }, Tx)
   local ok, err = query(tx, "BEGIN")
