@@ -173,7 +173,9 @@ describe("moonport.pg", function()
       local s, _, b = helpers.request(app.port, "GET", "/double/3")
       return s == 200 and b == "6"
     end, 10))
-    assert.is_true(helpers.now() - started < 2, "recovered after " .. (helpers.now() - started) .. " s")
+    -- The backoff is at most 1 s, so about a second on an idle machine; the
+    -- bound is wide for a loaded one.
+    assert.is_true(helpers.now() - started < 5, "recovered after " .. (helpers.now() - started) .. " s")
   end)
 end)
 
