@@ -300,10 +300,9 @@ int mp_pg_await(void);
 /* An ended query: 0, or MP_TIMEOUT, MP_CLOSED (the connection failed; the
  * message in *msg), MP_DECLINED (the server's error: mp_pg_error_field),
  * MP_NOMEM (the result is larger than --request-memory-limit). Its result
- * memory is charged to the running request. */
-int mp_pg_result(double op, const char **msg);
-int mp_pg_ntuples(double op);
-int mp_pg_nfields(double op);
+ * memory is charged to the running request. On 0, shape[0] is the count
+ * of rows and shape[1] of columns. */
+int mp_pg_result(double op, const char **msg, int *shape);
 /* Column col's name (static until the op is released) and type OID. */
 const char *mp_pg_fname(double op, int col);
 int mp_pg_ftype(double op, int col);

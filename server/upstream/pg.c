@@ -5,7 +5,11 @@
  * its socket. Sending a query puts, into libpq's output buffer, a Prepare
  * (the first time this connection sees the SQL text), the Bind/Execute of
  * the prepared statement and a Sync, and flushes; the operation joins the
- * connection's FIFO. When the socket is readable, results are taken in
+ * connection's FIFO. libpq sends at every Sync: over TCP the socket is
+ * corked (TCP_CORK) from the first query of a loop turn until the turn
+ * ends (a uv_prepare, before the loop waits), so that the queries of every
+ * request the turn ran leave in as few segments as fit, and the server
+ * reads them at once. When the socket is readable, results are taken in
  * order: each command's result, then the Sync's PGRES_PIPELINE_SYNC, which
  * ends the operation at the head of the FIFO. A failed Prepare aborts its
  * query (PGRES_PIPELINE_ABORTED), and the Prepare's error is the
@@ -25,10 +29,13 @@
 #include "pg_int.h"
 
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <uv.h>
 
 #include "errors.h"
@@ -96,6 +103,8 @@ struct pgconn {
   pgpoll *poll;
   int events;
   conn_state state;
+  bool tcp;    /* over TCP: may be corked */
+  bool corked; /* in pg.corked until the loop turn ends */
   bool pinned;
   bool listening; /* the client's LISTEN connection (pg_listen.c) */
   uint64_t next_attempt; /* loop time the next connect may start */
@@ -133,6 +142,9 @@ static struct {
   unsigned nwake, wake_cap;
   pgconn **pins;
   unsigned npins, pins_cap;
+  pgconn **corked; /* corked this loop turn */
+  unsigned ncorked, corked_cap;
+  uv_prepare_t *turn_end;
   void (*release_next)(mp_request *r);
 } pg;
 
@@ -389,12 +401,55 @@ static void watch(pgconn *c, int events) {
 
 static void on_retry(uv_timer_t *t);
 
+/* Holds what libpq sends on a TCP connection until the loop turn ends. */
+static void cork(pgconn *c) {
+  if (c->corked || !c->tcp) return;
+  if (pg.ncorked == pg.corked_cap) {
+    unsigned cap = pg.corked_cap ? pg.corked_cap * 2 : 8;
+    pgconn **a = realloc(pg.corked, cap * sizeof *a);
+    if (a == NULL) return;
+    pg.corked = a;
+    pg.corked_cap = cap;
+  }
+  int on = 1;
+  if (setsockopt(PQsocket(c->pg), IPPROTO_TCP, TCP_CORK, &on, sizeof on) != 0)
+    return;
+  pg.corked[pg.ncorked++] = c;
+  c->corked = true;
+}
+
+static void forget_cork(pgconn *c) {
+  if (!c->corked) return;
+  c->corked = false;
+  for (unsigned k = 0; k < pg.ncorked; k++)
+    if (pg.corked[k] == c) {
+      pg.corked[k] = pg.corked[--pg.ncorked];
+      return;
+    }
+}
+
+static void flush(pgconn *c);
+
+/* The loop turn ends: what the corked connections hold goes out. */
+static void on_turn_end(uv_prepare_t *h) {
+  (void)h;
+  while (pg.ncorked > 0) {
+    pgconn *c = pg.corked[pg.ncorked - 1];
+    int off = 0;
+    setsockopt(PQsocket(c->pg), IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+    forget_cork(c);
+    flush(c);
+  }
+  wake_all();
+}
+
 static void down(pgconn *c, const char *message) {
   /* The message may be libpq's, inside the PGconn that goes now. */
   char why[256];
   size_t n = strlen(message);
   while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == ' ')) n--;
   snprintf(why, sizeof why, "%.*s", (int)n, message);
+  forget_cork(c);
   drop_poll(c);
   if (c->pg != NULL) PQfinish(c->pg);
   c->pg = NULL;
@@ -526,6 +581,10 @@ static void flush(pgconn *c) {
 }
 
 static void connected(pgconn *c) {
+  struct sockaddr_storage a;
+  socklen_t alen = sizeof a;
+  c->tcp = getsockname(PQsocket(c->pg), (struct sockaddr *)&a, &alen) == 0 &&
+           (a.ss_family == AF_INET || a.ss_family == AF_INET6);
   PQsetnonblocking(c->pg, 1);
   PQenterPipelineMode(c->pg);
   PQsetNoticeProcessor(c->pg, notice, NULL);
@@ -533,6 +592,7 @@ static void connected(pgconn *c) {
   c->backoff = BACKOFF_MIN_MS;
   if (c->listening) mp__pg_relisten(c->client);
   /* The queries that waited for it. */
+  if (c->queue_head != NO_OP) cork(c);
   while (c->queue_head != NO_OP) {
     uint32_t i = c->queue_head;
     pgop *op = pg.ops[i];
@@ -757,6 +817,7 @@ int mp_pg_send(mp_request *r, int client, int pin, const char *sql,
   r->upstream_ops++;
   if (c->state == C_READY) {
     op->state = OP_SENT;
+    cork(c);
     rc = send_op(c, i, sql, nparams, values, lengths);
     if (rc != 0) {
       const char *why = PQerrorMessage(c->pg);
@@ -764,9 +825,8 @@ int mp_pg_send(mp_request *r, int client, int pin, const char *sql,
       r->awaiting--;
       end_op(i, MP_CLOSED, why);
       op->waiter = NULL;
-    } else {
-      int f = PQflush(c->pg);
-      watch(c, f == 1 ? UV_READABLE | UV_WRITABLE : UV_READABLE);
+    } else if (!c->corked) {
+      flush(c);
     }
   } else {
     op->state = OP_QUEUED;
@@ -907,8 +967,15 @@ static void release(mp_request *r) {
   if (pg.release_next != NULL) pg.release_next(r);
 }
 
+static void turn_end_closed(uv_handle_t *h) { free(h); }
+
 int mp_pg_init(mp_server *s) {
   memset(&pg, 0, sizeof pg);
+  pg.turn_end = malloc(sizeof *pg.turn_end);
+  if (pg.turn_end == NULL) return MP_NOMEM;
+  uv_prepare_init(s->loop, pg.turn_end);
+  uv_prepare_start(pg.turn_end, on_turn_end);
+  uv_unref((uv_handle_t *)pg.turn_end);
   pg.srv = s;
   pg.release_next = s->release_outbound;
   s->release_outbound = release;
@@ -937,6 +1004,8 @@ void mp_pg_close(void) {
   free(pg.ops);
   free(pg.free);
   free(pg.wake);
+  free(pg.corked);
+  uv_close((uv_handle_t *)pg.turn_end, turn_end_closed);
   void (*next)(mp_request *) = pg.release_next;
   mp_server *srv = pg.srv;
   memset(&pg, 0, sizeof pg);

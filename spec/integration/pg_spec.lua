@@ -80,6 +80,17 @@ describe("moonport.pg", function()
     assert.equal("1", backends)
   end)
 
+  it("prepares a statement once per connection, and sends each query at once", function()
+    -- Queries leave at the end of the loop turn that made them: were the
+    -- socket left corked, each would wait the kernel's 200 ms.
+    local started = helpers.now()
+    local _, r = get("/in_a_row/200")
+    assert.same({ prepared = 1 }, r)
+    local _, again = get("/in_a_row/1")
+    assert.same({ prepared = 1 }, again)
+    assert.is_true(helpers.now() - started < 20, "took " .. (helpers.now() - started) .. " s")
+  end)
+
   it("runs a batch whose failing statement leaves the others alone", function()
     local _, r = get("/batch")
     assert.same({ a = 1 }, r[1][1])

@@ -20,9 +20,7 @@ int mp_pg_query(int client, int pin, const char *sql, int nparams,
                 const char **values, const int *lengths, double timeout_ms,
                 double *op);
 int mp_pg_await(void);
-int mp_pg_result(double op, const char **msg);
-int mp_pg_ntuples(double op);
-int mp_pg_nfields(double op);
+int mp_pg_result(double op, const char **msg, int *shape);
 const char *mp_pg_fname(double op, int col);
 int mp_pg_ftype(double op, int col);
 int mp_pg_value(double op, int row, int col, const char **out);
@@ -38,8 +36,7 @@ local ffi_string = ffi.string
 local mp_pg_open, mp_pg_default = C.mp_pg_open, C.mp_pg_default
 local mp_pg_pin_open, mp_pg_pin_close = C.mp_pg_pin_open, C.mp_pg_pin_close
 local mp_pg_query, mp_pg_await = C.mp_pg_query, C.mp_pg_await
-local mp_pg_result, mp_pg_ntuples = C.mp_pg_result, C.mp_pg_ntuples
-local mp_pg_nfields, mp_pg_fname = C.mp_pg_nfields, C.mp_pg_fname
+local mp_pg_result, mp_pg_fname = C.mp_pg_result, C.mp_pg_fname
 local mp_pg_ftype, mp_pg_value = C.mp_pg_ftype, C.mp_pg_value
 local mp_pg_affected, mp_pg_error_field = C.mp_pg_affected, C.mp_pg_error_field
 local mp_pg_release = C.mp_pg_release
@@ -64,6 +61,7 @@ local params_cap = 256
 local op_out = ffi.new("double[1]")
 local msg_out = ffi.new("const char *[1]")
 local str_out = ffi.new("const char *[1]")
+local shape_out = ffi.new("int[2]")
 
 local pg = { null = null }
 
@@ -198,8 +196,7 @@ local ARRAY_OF = {
 }
 
 -- The rows of an ended query, as Lua tables.
-local function rows_of(op)
-  local nrows, ncols = mp_pg_ntuples(op), mp_pg_nfields(op)
+local function rows_of(op, nrows, ncols)
   local names, convs, arrays = {}, {}, {}
   for c = 0, ncols - 1 do
     names[c] = ffi_string(mp_pg_fname(op, c))
@@ -235,10 +232,10 @@ end
 -- One ended query's answer: its rows and the count of rows it
 -- affected (nil when the command says none), or nil and an error.
 local function outcome(op)
-  local rc = mp_pg_result(op, msg_out)
+  local rc = mp_pg_result(op, msg_out, shape_out)
   local rows, affected, err
   if rc == 0 then
-    rows, affected = rows_of(op)
+    rows, affected = rows_of(op, shape_out[0], shape_out[1])
   elseif rc == MP_DECLINED then
     err = server_error(op)
   elseif rc == MP_TIMEOUT then
@@ -273,8 +270,9 @@ local function param_text(v)
   error("moonport.pg: a parameter cannot be a " .. tv, 4)
 end
 
--- Sends one statement: the op handle, or nil and an error.
-local function send(client, pin, sql, n, args, timeout)
+-- Sends one statement, its n parameters args[first .. first + n - 1]: the
+-- op handle, or nil and an error.
+local function send(client, pin, sql, args, first, n, timeout)
   if type(sql) ~= "string" then error("moonport.pg: sql must be a string", 3) end
   if n > MAX_PARAMS then error("moonport.pg: too many parameters", 3) end
   if n > params_cap then
@@ -283,7 +281,7 @@ local function send(client, pin, sql, n, args, timeout)
     lengths_arr = ffi.new("int[?]", n)
   end
   for i = 1, n do
-    local s = param_text(args[i])
+    local s = param_text(args[first + i - 1])
     keep[i] = s
     if s == nil then
       values_arr[i - 1] = nil
@@ -325,7 +323,7 @@ Client.__index = Client
 
 local function query(self, sql, ...)
   local n = select("#", ...)
-  local op, err = send(self.id, self.pin or -1, sql, n, { ... }, self.timeout_ms)
+  local op, err = send(self.id, self.pin or -1, sql, { ... }, 1, n, self.timeout_ms)
   if not op then return nil, err end
   if not await() then
     mp_pg_release(op)
@@ -339,8 +337,7 @@ local function batch(self, list)
   local ops, results = {}, {}
   for i = 1, #list do
     local item = list[i]
-    local op, err = send(self.id, self.pin or -1, item[1], #item - 1,
-                         { select(2, unpack(item)) }, self.timeout_ms)
+    local op, err = send(self.id, self.pin or -1, item[1], item, 2, #item - 1, self.timeout_ms)
     ops[i] = op or false
     if not op then results[i] = { err = err } end
   end

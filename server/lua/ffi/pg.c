@@ -44,11 +44,14 @@ static PGresult *result_of(double op) {
   return res;
 }
 
-int mp_pg_result(double op, const char **msg) {
+int mp_pg_result(double op, const char **msg, int *shape) {
   PGresult *res;
   int rc = mp_pg_outcome(op, &res, msg);
   if (rc == UV_EPROTO) return MP_DECLINED;
-  if (rc != 0 || res == NULL) return rc;
+  if (rc != 0) return rc;
+  shape[0] = res != NULL ? PQntuples(res) : 0;
+  shape[1] = res != NULL ? PQnfields(res) : 0;
+  if (res == NULL) return 0;
   size_t size = PQresultMemorySize(res);
   mp_request *r = mp_request_current();
   if (r != NULL) {
@@ -59,16 +62,6 @@ int mp_pg_result(double op, const char **msg) {
     }
   }
   return 0;
-}
-
-int mp_pg_ntuples(double op) {
-  PGresult *res = result_of(op);
-  return res != NULL ? PQntuples(res) : 0;
-}
-
-int mp_pg_nfields(double op) {
-  PGresult *res = result_of(op);
-  return res != NULL ? PQnfields(res) : 0;
 }
 
 const char *mp_pg_fname(double op, int col) {
