@@ -28,6 +28,23 @@ local fs = require("moonport.core.fs")
 local app = require("moonport.core.app")
 local task = require("moonport.core.task")
 
+-- Every Lua state (a worker's, each reload's) draws its own math.random
+-- sequence, seeded from the kernel's random bytes: workers and restarts
+-- of the same app do not repeat one another's ids, UUIDs and delays.
+do
+  local seed = os.time()
+  local f = io.open("/dev/urandom", "rb")
+  if f then
+    local b = f:read(4)
+    f:close()
+    if b and #b == 4 then
+      local b1, b2, b3, b4 = b:byte(1, 4)
+      seed = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+    end
+  end
+  math.randomseed(seed)
+end
+
 return {
   WAIT = runner.WAIT,
   run = runner.run,

@@ -263,4 +263,16 @@ describe("Lua API", function()
       if not ok then error(err, 0) end
     end)
   end)
+
+  it("seeds math.random anew in every Lua state", function()
+    local _, first = get("/drawn-at-load")
+    local again = require("spec.support.process").start("spec/fixtures/lua_api.lua")
+    local ok, err = pcall(function()
+      local _, _, second = helpers.request(again.port, "GET", "/drawn-at-load")
+      assert.is_truthy(tonumber(first))
+      assert.are_not.equal(first, second)
+    end)
+    again:stop()
+    if not ok then error(err, 0) end
+  end)
 end)

@@ -45,9 +45,6 @@ local journal_store = core.mock_journal
 local log = core.log
 local sleep = moonport.sleep
 
--- Forked workers must not share one random sequence (UUIDs, delays).
-math.randomseed(os.time() + (tonumber(tostring({}):match("0x(%x+)"), 16) or 0) % 2^31)
-
 local mock = {}
 
 -- In the state store:

@@ -34,9 +34,9 @@ local jsonpath = require("moonport.mock.jsonpath")
 local type, tostring, tonumber, pairs, next, pcall, error =
   type, tostring, tonumber, pairs, next, pcall, error
 local setmetatable, getmetatable = setmetatable, getmetatable
-local sub, find, match, gsub, format, lower, upper, byte, char =
+local sub, find, match, gsub, format, lower, upper, char =
   string.sub, string.find, string.match, string.gsub, string.format,
-  string.lower, string.upper, string.byte, string.char
+  string.lower, string.upper, string.char
 local concat = table.concat
 local floor = math.floor
 local random = math.random
@@ -402,25 +402,6 @@ end
 
 -- Seeded on first use rather than at load: a module loaded before the
 -- server forks would otherwise give every worker the same sequence.
-local seeded = false
-
-local function seed()
-  seeded = true
-  local s = os_time() + floor(os.clock() * 1e6)
-  local addr = match(tostring({}), "0x(%x+)")
-  if addr then s = s + tonumber(sub(addr, -8), 16) end
-  local f = io.open("/dev/urandom", "rb")
-  if f then
-    local b = f:read(4)
-    f:close()
-    if b and #b == 4 then
-      local b1, b2, b3, b4 = byte(b, 1, 4)
-      s = s + ((b1 * 256 + b2) * 256 + b3) * 256 + b4
-    end
-  end
-  math.randomseed(s % 4294967296)
-end
-
 local ALPHABETS = {
   ALPHANUMERIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
   ALPHABETIC = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
@@ -453,7 +434,6 @@ local function uuid()
 end
 
 local function helper_random(node, ctx)
-  if not seeded then seed() end
   local hash = node.hash
   local kind = arg_value(hash.type, ctx) or "ALPHANUMERIC"
   local s
