@@ -1,6 +1,7 @@
--- The TechEmpower Framework Benchmarks' (TFB) database for the peers of
--- bench/tfb: the `world` and `fortune` tables its database tests read and
--- write, as TFB's toolset/databases/postgres/create-postgres.sql makes them
+-- The TechEmpower Framework Benchmarks' (TFB) database of bench/tfb/run
+-- and of the specs (spec/support/pg.lua's pg.TFB): the `world` and
+-- `fortune` tables its database tests read and write, as TFB's
+-- toolset/databases/postgres/create-postgres.sql makes them
 -- (TFB also keeps quoted mixed-case copies, "World" and "Fortune"; the apps
 -- here, like TFB's, query the lower-case ones, so those are left out).
 --
@@ -8,8 +9,7 @@
 --            integer in 1..10000 (TFB writes the column randomNumber,
 --            unquoted, which PostgreSQL folds to lower case; the JSON
 --            answers spell it randomNumber). The numbers come from a fixed
---            seed, as bench/pg/world.sql's, so every run starts from the
---            same table.
+--            seed, so every run starts from the same table.
 --   fortune  TFB's 12 rows, word for word (id 11 is the one an app must
 --            escape; id 12 is not ASCII).
 --

@@ -343,7 +343,7 @@ local PG_LUA_BUDGET, PG_C_BUDGET = 1024, 4096
 
 describe("the allocation budget of a PostgreSQL query by primary key", function()
   local pgsupport = require("spec.support.pg")
-  local cluster = pgsupport.cluster({ fixtures = { pgsupport.SCHEMA } })
+  local cluster = pgsupport.cluster({ fixtures = { pgsupport.TFB, pgsupport.SCHEMA } })
   local app
   setup(function()
     app = require("spec.support.process").start("spec/fixtures/pg_app.lua",

@@ -1,9 +1,9 @@
 -- The PostgreSQL harness of the specs (spec/support/pg.lua) on its own: a
 -- throw-away cluster starts (as the postgres user when the spec runs as
 -- root, as the spec's user otherwise), answers psql, holds the fixtures of
--- spec/fixtures/pg/schema.sql, is killed and restarted on the same port
--- with its data, and leaves no process and no directory behind, each
--- within a bound.
+-- bench/tfb/tfb.sql and spec/fixtures/pg/schema.sql, is killed and
+-- restarted on the same port with its data, and leaves no process and no
+-- directory behind, each within a bound.
 local pg = require("spec.support.pg")
 local process = require("spec.support.process")
 local support = require("spec.support.server")
@@ -65,7 +65,7 @@ end
 local seen = {}
 
 describe("a PostgreSQL cluster for a describe block", function()
-  local db = pg.cluster({ fixtures = { pg.SCHEMA } })
+  local db = pg.cluster({ fixtures = { pg.TFB, pg.SCHEMA } })
 
   it("runs postgres as the postgres user under root, else as the spec's user", function()
     seen.dir, seen.data, seen.port = db.dir, db.data, db.port

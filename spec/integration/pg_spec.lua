@@ -8,7 +8,7 @@ local pgsupport = require("spec.support.pg")
 local FIXTURE = "spec/fixtures/pg_app.lua"
 
 describe("moonport.pg", function()
-  local cluster = pgsupport.cluster({ fixtures = { pgsupport.SCHEMA } })
+  local cluster = pgsupport.cluster({ fixtures = { pgsupport.TFB, pgsupport.SCHEMA } })
   setup(function() cluster:psql("CREATE TABLE kv (k text PRIMARY KEY, v text)") end)
   local function serve(args)
     local all = { "--pg", cluster.conninfo }

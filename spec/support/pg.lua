@@ -9,7 +9,7 @@
 --   describe("queries", function()
 --     -- Started (fixtures loaded) before the block's first test, stopped
 --     -- and removed after its last.
---     local db = pg.cluster({ fixtures = { pg.SCHEMA } })
+--     local db = pg.cluster({ fixtures = { pg.TFB, pg.SCHEMA } })
 --     it("reads", function()
 --       assert.equal("12", db:psql("select count(*) from fortune"))
 --       -- db.conninfo, db.url, db.port, db.env.PGHOST ... for moonport
@@ -49,8 +49,11 @@ local pwd = require("posix.pwd")
 
 local pg = {}
 
---- The TechEmpower tables and the `types` table, relative to the
--- repository root.
+--- TechEmpower's tables (world, fortune), the benchmarks' own, relative to
+-- the repository root.
+pg.TFB = "bench/tfb/tfb.sql"
+--- The `types` table and pg_stat_statements, relative to the repository
+-- root.
 pg.SCHEMA = "spec/fixtures/pg/schema.sql"
 --- The superuser, trusted without a password.
 pg.SUPERUSER = "postgres"

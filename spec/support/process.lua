@@ -16,6 +16,7 @@ local signal = require("posix.signal")
 local fcntl = require("posix.fcntl")
 local poll = require("posix.poll")
 local dirent = require("posix.dirent")
+local stdlib = require("posix.stdlib")
 
 local process = {}
 
@@ -71,6 +72,12 @@ end
 
 -- Runs in a forked child: sets up descriptors and execs the server. Never
 -- returns to busted; any failure ends the child with status 127.
+-- In a forked child: sets (name -> string) or unsets (name -> false) the
+-- variables of env.
+local function set_env(env)
+  for name, value in pairs(env or {}) do stdlib.setenv(name, value or nil) end
+end
+
 local function exec_child(argv, stdin_fd, stdout_fd, stderr_fd, keep)
   pcall(function()
     if stdin_fd then unistd.dup2(stdin_fd, 0) end
@@ -188,7 +195,9 @@ process.listening_pattern =
   "^moonport (%S+) listening on http://([%d%.]+):(%d+) %((%d+) routes? from (.-), (%d+) workers?%)\n?$"
 
 --- Starts `moonport --listen 127.0.0.1:0 [extra_args...] APP` (with
--- `opts.mock`, `--mock APP`: APP is a WireMock directory).
+-- `opts.mock`, `--mock APP`: APP is a WireMock directory; `opts.env`:
+-- variables to set (name -> string) or unset (name -> false) in its
+-- environment).
 -- `app_path` is relative to the repository root. Returns a server object
 -- with `.port`, `.pid`, `.line` (the listening line), `:stop()` and
 -- `:stderr()`. Raises with the server's stderr if it is not listening
@@ -209,7 +218,10 @@ function process.start(app_path, extra_args, opts)
   local ready_r, ready_w = assert(unistd.pipe())
 
   local pid = assert(unistd.fork())
-  if pid == 0 then exec_child(argv, null, so_w, err_fd) end
+  if pid == 0 then
+    set_env(opts.env)
+    exec_child(argv, null, so_w, err_fd)
+  end
   local drainer = assert(unistd.fork())
   if drainer == 0 then drain_child(so_r, out_fd, ready_w) end
   unistd.close(so_r); unistd.close(so_w); unistd.close(ready_w)
@@ -284,10 +296,7 @@ local function exec_program(argv, in_fd, out_fd, err_fd, opts)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     unistd.chdir(opts.cwd or process.root)
-    local stdlib = require("posix.stdlib")
-    for name, value in pairs(opts.env or {}) do
-      stdlib.setenv(name, value or nil)
-    end
+    set_env(opts.env)
     local args = {}
     for i = 2, #argv do args[i - 1] = argv[i] end
     args[0] = argv[1]
