@@ -70,4 +70,8 @@ moonport.semaphore = core.semaphore
 -- @usage local sock = moonport.socket.tcp()
 moonport.socket = require("moonport.core.socket")
 
+--- HTML templates (etlua's syntax) compiled to Lua functions.
+-- @usage local page = moonport.template.load("views/page.html")
+moonport.template = require("moonport.template")
+
 return moonport
