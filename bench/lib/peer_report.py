@@ -1,5 +1,5 @@
 """What the peer benchmarks' helper scripts (bench/redis/redis.py,
-bench/pg/pg.py) share: one GET, moonport's per-route allocation figures
+bench/tfb/tfb.py) share: one GET, moonport's per-route allocation figures
 around a load run, and the small pieces of their reports."""
 
 import json

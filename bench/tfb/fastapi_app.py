@@ -28,9 +28,8 @@ uvicorn adds the Server (uvicorn) and Date headers; Starlette's responses
 carry Content-Type and Content-Length.
 
 The pool is sized as TFB's FastAPI entry sized it for one process on one
-CPU, and as bench/pg/fastapi_app.py: at most min(1800 / CPUs, 160) = 160
-connections, half of them opened at start-up (its last version allows
-1000 / CPUs). JSON answers are written with the standard library's json
+CPU: at most min(1800 / CPUs, 160) = 160 connections, half of them opened
+at start-up (its last version allows 1000 / CPUs). JSON answers are written with the standard library's json
 (JSONResponse; TFB's entry uses orjson or ujson, not in Debian's FastAPI).
 """
 

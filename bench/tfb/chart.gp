@@ -1,7 +1,8 @@
-# bench/pg/run's chart: median requests per second (left, log scale) and
-# server CPU time per request (right, log scale), per scenario and server.
+# bench/tfb/run's chart of one test type: median requests per second (left,
+# log scale) and server CPU time per request (right, log scale), per
+# scenario and server.
 #
-#   gnuplot -e "datafile='chart.dat'; outfile='pg.png'" bench/pg/chart.gp
+#   gnuplot -e "datafile='chart-db.dat'; outfile='tfb-db.png'; test='db'" bench/tfb/chart.gp
 #
 # chart.dat: a header "scenario SERVER... SERVER_cpu...", then one row per
 # scenario: each server's requests per second, then each one's CPU µs per
@@ -20,7 +21,7 @@ set grid ytics
 set logscale y
 set key outside bottom center horizontal
 
-set multiplot layout 1,2 title "PostgreSQL: TechEmpower's /db and /queries?queries=20, server on one core, wrk and PostgreSQL on the other"
+set multiplot layout 1,2 title sprintf("TechEmpower's %s test, server on one core, wrk and PostgreSQL on the other", test)
 
 set title "requests per second (higher is better)"
 set format y "%.0s%c"
