@@ -1,10 +1,13 @@
 """What the peer benchmarks' helper scripts (bench/redis/redis.py,
 bench/tfb/tfb.py) share: one GET, moonport's per-route allocation figures
-around a load run, and the small pieces of their reports."""
+around a load run, the small pieces of their reports, and their command
+line."""
 
+import argparse
 import json
 import os
 import subprocess
+import sys
 
 from http_client import connect, exchange, get_request
 
@@ -50,3 +53,38 @@ def read_tsv(path):
                 key, _, val = line.rstrip("\n").partition("\t")
                 out[key] = val
     return out
+
+
+def alloc_lines(path):
+    """The lines `alloc` printed into path, as (route, {"lua", "c",
+    "mallocs", "requests"}) pairs; none when there is no such file."""
+    if not os.path.exists(path):
+        return []
+    out = []
+    for line in open(path):
+        parts = line.split()
+        out.append((" ".join(parts[:2]), dict(p.split("=") for p in parts[2:])))
+    return out
+
+
+def main(doc, report, check=None):
+    """The commands of a peer benchmark's helper script (doc, its
+    docstring, says them): check PORT (when the script has one), alloc
+    PORT ROUTE -- LOAD_COMMAND..., report --work DIR --csv CSV --out OUT."""
+    if len(sys.argv) < 2:
+        sys.exit(doc)
+    cmd = sys.argv[1]
+    if cmd == "check" and check is not None:
+        return check(int(sys.argv[2]))
+    if cmd == "alloc":
+        if sys.argv[4] != "--":
+            sys.exit(doc)
+        return alloc(int(sys.argv[2]), sys.argv[3], sys.argv[5:])
+    if cmd == "report":
+        p = argparse.ArgumentParser()
+        p.add_argument("--work", required=True)
+        p.add_argument("--csv", required=True)
+        p.add_argument("--out", required=True)
+        a = p.parse_args(sys.argv[2:])
+        return report(a.work, a.csv, a.out)
+    sys.exit(doc)

@@ -17,16 +17,13 @@
       DIR/upstream.tsv and DIR/alloc.txt; the chart's data as
       DIR/chart.dat."""
 
-import argparse
 import csv
-import json
 import os
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from peer_report import alloc, fmt_int, get, read_tsv  # noqa: E402
+from peer_report import alloc_lines, fmt_int, get, main, read_tsv  # noqa: E402
 
 SCENARIOS = {
     "get": "one GET per request",
@@ -205,8 +202,8 @@ def report(work, csv_path, out_path):
           "leaves\"); nginx runs those handlers to the end and pools the connections. The next "
           "run opens them again.")
 
-    alloc_path = os.path.join(work, "alloc.txt")
-    if os.path.exists(alloc_path):
+    allocated = alloc_lines(os.path.join(work, "alloc.txt"))
+    if allocated:
         w("")
         w("### Bytes allocated per request")
         w("")
@@ -221,10 +218,7 @@ def report(work, csv_path, out_path):
         w("")
         w("| route | Lua bytes | C bytes | mallocs in the worker meanwhile | requests | budget (Lua, C) |")
         w("| --- | ---: | ---: | ---: | ---: | ---: |")
-        for line in open(alloc_path):
-            parts = line.split()
-            route = " ".join(parts[:2])
-            kv = dict(p.split("=") for p in parts[2:])
+        for route, kv in allocated:
             budget = f"{LUA_BUDGET:,}, 0" if route == "GET /get" else "-"
             w(f"| `{route}` | {float(kv['lua']):,.1f} | {float(kv['c']):,.1f} | "
               f"{fmt_int(int(kv['mallocs']))} | {fmt_int(int(kv['requests']))} | {budget} |")
@@ -240,25 +234,5 @@ def report(work, csv_path, out_path):
     return 0
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    cmd = sys.argv[1]
-    if cmd == "check":
-        return check(int(sys.argv[2]))
-    if cmd == "alloc":
-        if sys.argv[4] != "--":
-            sys.exit(__doc__)
-        return alloc(int(sys.argv[2]), sys.argv[3], sys.argv[5:])
-    if cmd == "report":
-        p = argparse.ArgumentParser()
-        p.add_argument("--work", required=True)
-        p.add_argument("--csv", required=True)
-        p.add_argument("--out", required=True)
-        a = p.parse_args(sys.argv[2:])
-        return report(a.work, a.csv, a.out)
-    sys.exit(__doc__)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, report, check))

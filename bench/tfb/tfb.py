@@ -13,14 +13,13 @@
       DIR/upstream.tsv and DIR/alloc.txt; each test type's chart data as
       DIR/chart-TEST.dat."""
 
-import argparse
 import csv
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from peer_report import alloc, fmt_int, read_tsv  # noqa: E402
+from peer_report import alloc_lines, fmt_int, main, read_tsv  # noqa: E402
 
 TESTS = ["json", "db", "queries", "fortunes", "updates", "plaintext"]
 PATHS = {"json": "/json", "db": "/db", "queries": "/queries?queries=20",
@@ -281,8 +280,8 @@ def report(work, csv_path, out_path):
                                           if (sc, sv) in upstream)
                     for sc in scenarios if any((sc, sv) in upstream for sv in servers)) + ".")
 
-    alloc_path = os.path.join(work, "alloc.txt")
-    if os.path.exists(alloc_path) and os.path.getsize(alloc_path):
+    allocated = alloc_lines(os.path.join(work, "alloc.txt"))
+    if allocated:
         w("")
         w("### Bytes allocated per request")
         w("")
@@ -295,10 +294,7 @@ def report(work, csv_path, out_path):
         w("")
         w("| route | Lua bytes | C bytes | mallocs in the worker meanwhile | requests |")
         w("| --- | ---: | ---: | ---: | ---: |")
-        for line in open(alloc_path):
-            parts = line.split()
-            route = " ".join(parts[:2])
-            kv = dict(p.split("=") for p in parts[2:])
+        for route, kv in allocated:
             w(f"| `{route}` | {float(kv['lua']):,.1f} | {float(kv['c']):,.1f} | "
               f"{fmt_int(int(kv['mallocs']))} | {fmt_int(int(kv['requests']))} |")
     w("")
@@ -313,23 +309,5 @@ def report(work, csv_path, out_path):
     return 0
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    cmd = sys.argv[1]
-    if cmd == "alloc":
-        if sys.argv[4] != "--":
-            sys.exit(__doc__)
-        return alloc(int(sys.argv[2]), sys.argv[3], sys.argv[5:])
-    if cmd == "report":
-        p = argparse.ArgumentParser()
-        p.add_argument("--work", required=True)
-        p.add_argument("--csv", required=True)
-        p.add_argument("--out", required=True)
-        a = p.parse_args(sys.argv[2:])
-        return report(a.work, a.csv, a.out)
-    sys.exit(__doc__)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, report))
