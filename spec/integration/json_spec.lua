@@ -81,15 +81,23 @@ describe("moonport.json in handlers", function()
       local _, _, headers = get(server.port, "/small")
       return tonumber((headers["x-moonport-alloc"] or ""):match("^(%d+) "))
     end
+    -- The least of ten requests: a request that happens to run a step of
+    -- the garbage collector (which the megabyte /explode left behind) is
+    -- charged what that step allocates, such as a smaller string table.
+    local function least()
+      local n = math.huge
+      for _ = 1, 10 do n = math.min(n, lua_bytes()) end
+      return n
+    end
     for _ = 1, 5 do lua_bytes() end
-    local before = lua_bytes()
-    assert.truthy(before, "no X-Moonport-Alloc")
+    local before = least()
+    assert.truthy(before < math.huge, "no X-Moonport-Alloc")
     assert.equal(500, (get(server.port, "/explode")))
     assert.truthy(helpers.eventually(function()
       return server:stderr():find("GET /explode: handler failed: request memory limit exceeded", 1, true)
     end), server:stderr())
     for _ = 1, 5 do lua_bytes() end
-    assert.equal(before, lua_bytes())
+    assert.equal(before, least())
     assert.equal('{"ok":true}', (select(2, get(server.port, "/small"))))
   end)
 end)
