@@ -1,0 +1,466 @@
+--- moonport.http: an HTTP/1.1 client for handlers, on moonport.socket.
+--
+--     local http = require("moonport.http")
+--     local res, err = http.request({ url = "http://127.0.0.1:8081/users/42" })
+--     if not res then return res_:status(502):send(err) end
+--     local user = res:json()
+--
+-- How it works. A request takes a connection from the keep-alive pool of
+-- its origin (scheme, host, port and TLS settings), sends the head and the
+-- body (Content-Length for a string or a table of strings, chunked for an
+-- iterator), and reads the answer through server/http/h1resp.c (llhttp in
+-- response mode, as strict as the server side: obs-fold, bare CR, NUL and
+-- conflicting lengths are errors). The head's bytes stay in one buffer
+-- until the head is whole; body bytes are handed out as they are parsed.
+-- A connection goes back to its pool only after a whole response that
+-- allows another request; any failure closes it. Every wait is a socket
+-- wait: other requests go on meanwhile, and a client that leaves ends it.
+-- @module moonport.http
+
+local ffi = require("ffi")
+local buffer = require("string.buffer")
+local socket = require("moonport.core.socket")
+local json = require("moonport.json")
+local C = require("moonport.core.httpc")
+
+local type, tostring, tonumber, error, setmetatable, rawget, pairs, ipairs =
+  type, tostring, tonumber, error, setmetatable, rawget, pairs, ipairs
+local lower, upper, find, sub, match, format, gsub =
+  string.lower, string.upper, string.find, string.sub, string.match, string.format, string.gsub
+local concat = table.concat
+local ffi_string = ffi.string
+local clock = require("moonport.core.time").now
+local function now() return clock() * 1000 end
+
+local MORE, HEAD, BODY, DONE = C.MP_HTTPC_MORE, C.MP_HTTPC_HEAD, C.MP_HTTPC_BODY, C.MP_HTTPC_DONE
+
+-- Limits of a response head and of a read.
+local MAX_HEAD = 64 * 1024
+local MAX_FIELDS = 256
+local READ_SIZE = 64 * 1024
+-- Defaults, in ms; a body larger than max_body_size fails the request.
+local DEFAULT_TIMEOUT = 60000
+local DEFAULT_MAX_BODY = 64 * 1024 * 1024
+
+local PARSER_SIZE = tonumber(C.mp_httpc_size())
+local u32 = ffi.typeof("uint32_t[4]")
+local sizeout = ffi.new("size_t[1]")
+
+local http = {}
+
+-- URLs ---------------------------------------------------------------------
+
+local DEFAULT_PORT = { http = 80, https = 443 }
+
+--- Splits an absolute http or https URL: scheme, host (without IPv6
+-- brackets), port, and the request target (path and query, "/" when
+-- empty). nil and an error for anything else.
+local function parse_url(url)
+  if type(url) ~= "string" then return nil, "url must be a string" end
+  local scheme, rest = match(url, "^(%a[%w+.-]*)://(.*)$")
+  scheme = scheme and lower(scheme)
+  if not DEFAULT_PORT[scheme] then return nil, "unsupported url: " .. url end
+  local authority, target = match(rest, "^([^/?#]*)(.*)$")
+  target = gsub(target, "#.*$", "")
+  if target == "" then target = "/" elseif sub(target, 1, 1) == "?" then target = "/" .. target end
+  authority = gsub(authority, "^.*@", "") -- userinfo is not sent
+  local host, port = match(authority, "^%[([^%]]+)%]:?(%d*)$")
+  if not host then host, port = match(authority, "^([^:]+):?(%d*)$") end
+  if not host or host == "" then return nil, "no host in url: " .. url end
+  port = port ~= "" and tonumber(port) or DEFAULT_PORT[scheme]
+  if port < 1 or port > 65535 then return nil, "bad port in url: " .. url end
+  return scheme, host, port, target
+end
+http.parse_url = parse_url
+
+local function escape(s)
+  return (gsub(tostring(s), "[^%w%-%._~]", function(c) return format("%%%02X", c:byte()) end))
+end
+
+-- A query table as "a=1&b=2" (sorted keys, repeated values for arrays).
+local function encode_query(q)
+  if type(q) == "string" then return q end
+  local keys = {}
+  for k in pairs(q) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do
+    local v = q[k]
+    if type(v) == "table" then
+      for _, item in ipairs(v) do parts[#parts + 1] = escape(k) .. "=" .. escape(item) end
+    elseif v == true then
+      parts[#parts + 1] = escape(k)
+    elseif v ~= false then
+      parts[#parts + 1] = escape(k) .. "=" .. escape(v)
+    end
+  end
+  return concat(parts, "&")
+end
+
+-- Headers ------------------------------------------------------------------
+
+-- Response headers: h["content-type"] in any case gives the value (fields
+-- of one name joined with ", ", Set-Cookie's kept apart: use all()), and
+-- h:all(name) every value in order.
+local Headers = {}
+Headers.__index = function(t, name)
+  local m = Headers[name]
+  if m then return m end
+  if type(name) ~= "string" then return nil end
+  local values = rawget(t, "_fields")[lower(name)]
+  if not values then return nil end
+  if #values == 1 then return values[1] end
+  return concat(values, ", ")
+end
+
+--- Every value of a header, in the order they came.
+function Headers.all(t, name)
+  return rawget(t, "_fields")[lower(name)] or {}
+end
+
+--- The header fields as they came: an array of {name, value}.
+function Headers.list(t)
+  return rawget(t, "_list")
+end
+
+-- Responses -----------------------------------------------------------------
+
+local Response = {}
+Response.__index = Response
+
+--- The body decoded as JSON (moonport.json), or nil and an error.
+function Response:json()
+  if type(self.body) ~= "string" then return nil, "no body read" end
+  return json.decode(self.body)
+end
+
+-- The connection and the parser of one exchange.
+local Exchange = {}
+Exchange.__index = Exchange
+
+local function fail(x, err)
+  if x.sock then x.sock:close() end
+  x.sock = nil
+  return nil, err
+end
+
+-- Reads more bytes into x.buf within the request's deadline.
+local function read_more(x)
+  local left = x.deadline - now()
+  if left <= 0 then return nil, "timeout" end
+  x.sock:settimeouts(x.connect_timeout, x.send_timeout, left < x.read_timeout and left or x.read_timeout)
+  local data, err = x.sock:receiveany(READ_SIZE)
+  if not data then return nil, err end
+  x.buf:put(data)
+  return true
+end
+
+-- Runs the parser over what x.buf holds; returns its code.
+local function feed(x)
+  local ptr, len = x.buf:ref()
+  sizeout[0] = x.pos
+  local rc = C.mp_httpc_feed(x.parser, ptr, len, sizeout)
+  x.pos = tonumber(sizeout[0])
+  return rc
+end
+
+-- Parses until the head is whole; fills res.status, reason, headers.
+local function read_head(x, res)
+  while true do
+    local rc = feed(x)
+    if rc == HEAD then break end
+    if rc < 0 then return fail(x, ffi_string(C.mp_httpc_error(x.parser))) end
+    if rc == DONE or rc == BODY then return fail(x, "invalid response") end
+    local ok, err = read_more(x)
+    if not ok then
+      if err == "closed" then return fail(x, "closed before the response head") end
+      return fail(x, err)
+    end
+  end
+  local ptr = x.buf:ref()
+  local base = C.mp_httpc_head_start(x.parser)
+  local span = u32()
+  res.status = C.mp_httpc_status(x.parser)
+  C.mp_httpc_reason(x.parser, span, span + 1)
+  res.reason = ffi_string(ptr + base + span[0], span[1])
+  local fields, list = {}, {}
+  for i = 0, C.mp_httpc_nfields(x.parser) - 1 do
+    C.mp_httpc_field(x.parser, i, span, span + 1, span + 2, span + 3)
+    local name = ffi_string(ptr + base + span[0], span[1])
+    local value = ffi_string(ptr + base + span[2], span[3])
+    list[#list + 1] = { name, value }
+    local key = lower(name)
+    local values = fields[key]
+    if values then values[#values + 1] = value else fields[key] = { value } end
+  end
+  res.headers = setmetatable({ _fields = fields, _list = list }, Headers)
+  x.keep_alive = C.mp_httpc_keep_alive(x.parser) == 1
+  return true
+end
+
+-- The next piece of the body, "" never; nil when the body has ended (and
+-- the connection went back to its pool), or nil and an error.
+local function next_piece(x)
+  if x.done then return nil end
+  while true do
+    local rc = feed(x)
+    if rc == BODY then
+      local p = C.mp_httpc_body(x.parser, sizeout)
+      local n = tonumber(sizeout[0])
+      if n > 0 then
+        x.got = x.got + n
+        if x.got > x.max_body then return fail(x, "body too large") end
+        return ffi_string(p, n)
+      end
+    elseif rc == DONE then
+      x.done = true
+      if x.keep_alive and x.pos == #x.buf then
+        x.sock:setkeepalive(x.keepalive_timeout, x.keepalive_pool)
+        x.sock = nil
+      else -- bytes past the response, or no keep-alive: not reusable
+        x.sock:close()
+        x.sock = nil
+      end
+      return nil
+    elseif rc < 0 then
+      return fail(x, ffi_string(C.mp_httpc_error(x.parser)))
+    else
+      -- Head bytes are no longer needed: keep only what is unparsed.
+      x.buf:skip(x.pos)
+      x.pos = 0
+      local ok, err = read_more(x)
+      if not ok then
+        if err == "closed" then
+          if C.mp_httpc_eof(x.parser) == DONE then
+            x.done = true
+            x.sock:close()
+            x.sock = nil
+            return nil
+          end
+          return fail(x, "closed")
+        end
+        return fail(x, err)
+      end
+    end
+  end
+end
+
+--- Reads up to n bytes of the body being streamed (body = false), or the
+-- next piece when n is nil; nil at the end, or nil and an error.
+function Response:read(n)
+  local x = self._x
+  local pending = self._pending
+  if pending == nil or pending == "" then
+    local piece, err = next_piece(x)
+    if not piece then return nil, err end
+    pending = piece
+  end
+  if n == nil or n >= #pending then
+    self._pending = nil
+    return pending
+  end
+  self._pending = sub(pending, n + 1)
+  return sub(pending, 1, n)
+end
+
+--- An iterator over the pieces of the body being streamed.
+function Response:chunks()
+  return function() return self:read() end
+end
+
+-- Requests ------------------------------------------------------------------
+
+local function header_lines(out, headers, seen)
+  if headers == nil then return end
+  if type(headers) ~= "table" then error("moonport.http: headers must be a table", 4) end
+  for name, value in pairs(headers) do
+    if type(name) ~= "string" or find(name, "[^%w!#$%%&'*+%-.^_`|~]") then
+      error("moonport.http: bad header name " .. tostring(name), 4)
+    end
+    local values = type(value) == "table" and value or { value }
+    for _, v in ipairs(values) do
+      v = tostring(v)
+      if find(v, "[%z\r\n]") then error("moonport.http: bad value for header " .. name, 4) end
+      out[#out + 1] = name .. ": " .. v .. "\r\n"
+    end
+    seen[lower(name)] = true
+  end
+end
+
+-- Sends an iterator's pieces as chunks, then the last chunk.
+local function send_chunked(sock, it)
+  while true do
+    local piece = it()
+    if piece == nil then break end
+    piece = tostring(piece)
+    if #piece > 0 then
+      local ok, err = sock:send({ format("%x\r\n", #piece), piece, "\r\n" })
+      if not ok then return nil, err end
+    end
+  end
+  return sock:send("0\r\n\r\n")
+end
+
+local METHODS_WITHOUT_BODY = { GET = true, HEAD = true, DELETE = true, OPTIONS = true, TRACE = true }
+
+local function ms(v, name, default)
+  if v == nil then return default end
+  if type(v) ~= "number" or v <= 0 or v ~= v then
+    error("moonport.http: " .. name .. " must be a positive number of milliseconds", 4)
+  end
+  return v
+end
+
+-- One request and its response: body is what to send (nil for none).
+local function exchange_once(opts, method, url, body)
+  local scheme, host, port, target = parse_url(url)
+  if not scheme then return nil, host end
+  if opts.query then
+    local q = encode_query(opts.query)
+    if q ~= "" then target = target .. (find(target, "?", 1, true) and "&" or "?") .. q end
+  end
+  local timeout = ms(opts.timeout, "timeout", DEFAULT_TIMEOUT)
+  local x = setmetatable({
+    deadline = now() + timeout,
+    connect_timeout = ms(opts.connect_timeout, "connect_timeout", timeout),
+    send_timeout = ms(opts.send_timeout, "send_timeout", timeout),
+    read_timeout = ms(opts.read_timeout, "read_timeout", timeout),
+    max_body = opts.max_body_size or DEFAULT_MAX_BODY,
+    keepalive_timeout = opts.keepalive_timeout or 60000,
+    keepalive_pool = opts.keepalive_pool or 64,
+    buf = buffer.new(), pos = 0, got = 0,
+  }, Exchange)
+  local verify = opts.tls_verify ~= false
+  local sock = socket.tcp()
+  sock:settimeouts(x.connect_timeout, x.send_timeout, x.read_timeout)
+  local pool = format("%s://%s:%d%s", scheme, host, port, scheme == "https" and (verify and "" or "#noverify") or "")
+  local ok, err = sock:connect(host, port, { pool = pool, pool_size = x.keepalive_pool })
+  if not ok then return nil, err end
+  x.sock = sock
+  if scheme == "https" then
+    ok, err = sock:sslhandshake(false, opts.server_name or host, verify)
+    if not ok then return fail(x, err) end
+  end
+
+  -- The head.
+  local chunked = false
+  local head = { method, " ", target, " HTTP/1.1\r\n" }
+  local seen = {}
+  header_lines(head, opts.headers, seen)
+  if not seen.host then
+    local default = port == DEFAULT_PORT[scheme]
+    local h = find(host, ":", 1, true) and "[" .. host .. "]" or host
+    head[#head + 1] = "Host: " .. h .. (default and "" or ":" .. port) .. "\r\n"
+  end
+  if not seen["user-agent"] then head[#head + 1] = "User-Agent: moonport\r\n" end
+  if opts.json ~= nil and body ~= nil and not seen["content-type"] then
+    head[#head + 1] = "Content-Type: application/json\r\n"
+  end
+  if type(body) == "function" then
+    chunked = true
+    if not seen["transfer-encoding"] then head[#head + 1] = "Transfer-Encoding: chunked\r\n" end
+  elseif body ~= nil then
+    if type(body) == "table" then body = concat(body) end
+    body = tostring(body)
+    if not seen["content-length"] then head[#head + 1] = "Content-Length: " .. #body .. "\r\n" end
+  elseif not METHODS_WITHOUT_BODY[method] and not seen["content-length"] then
+    head[#head + 1] = "Content-Length: 0\r\n"
+  end
+  head[#head + 1] = "\r\n"
+  if body ~= nil and not chunked then head[#head + 1] = body end
+  ok, err = sock:send(head)
+  if not ok then return fail(x, err) end
+  if chunked then
+    ok, err = send_chunked(sock, body)
+    if not ok then return fail(x, err) end
+  end
+
+  -- The answer.
+  x.parser = ffi.new("uint8_t[?]", PARSER_SIZE)
+  C.mp_httpc_init(x.parser, MAX_HEAD, MAX_FIELDS)
+  C.mp_httpc_start(x.parser, method == "HEAD" and 1 or 0)
+  local res = setmetatable({ _x = x }, Response)
+  ok, err = read_head(x, res)
+  if not ok then return nil, err end
+  if opts.body_stream or opts.stream then return res end
+  local pieces = {}
+  while true do
+    local piece, perr = next_piece(x)
+    if not piece then
+      if perr then return nil, perr end
+      break
+    end
+    pieces[#pieces + 1] = piece
+  end
+  res.body = concat(pieces)
+  return res
+end
+
+local REDIRECTS = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
+
+-- The target of a Location header, made absolute against url.
+local function resolve(url, location)
+  if match(location, "^%a[%w+.-]*://") then return location end
+  local scheme, host, port = parse_url(url)
+  local origin = scheme .. "://" .. (find(host, ":", 1, true) and "[" .. host .. "]" or host)
+    .. (port == DEFAULT_PORT[scheme] and "" or ":" .. port)
+  if sub(location, 1, 2) == "//" then return scheme .. ":" .. location end
+  if sub(location, 1, 1) == "/" then return origin .. location end
+  local _, _, _, target = parse_url(url)
+  return origin .. gsub(match(target, "^[^?]*"), "[^/]*$", "") .. location
+end
+
+--- Sends a request and reads its response. opts: url (http or https),
+-- method (default GET), headers (a table: name -> value or array of
+-- values), query (a string or a table), body (a string, a table of
+-- strings, or an iterator function sent chunked), json (a value sent as
+-- JSON), timeout (ms for the whole request, default 60000),
+-- connect_timeout, send_timeout, read_timeout (ms each, default timeout),
+-- tls_verify (default true), server_name (SNI, default the host),
+-- max_body_size (default 64 MiB), follow_redirects (how many, default
+-- 0), stream (true: the body is not read; res:read and res:chunks give
+-- it), keepalive_timeout and keepalive_pool (the pool's idle time in ms
+-- and size). Returns the response ({status, reason, headers, body}), or
+-- nil and an error ("timeout", "closed", "connection refused", a TLS or
+-- parse error).
+-- @usage local res, err = http.request({ method = "POST", url = u, json = { a = 1 } })
+function http.request(opts)
+  if type(opts) ~= "table" then error("moonport.http.request: takes a table of options", 2) end
+  local method = upper(opts.method or "GET")
+  if find(method, "[^%u%-_]") then error("moonport.http.request: bad method " .. method, 2) end
+  local url = opts.url
+  local body = opts.body
+  if opts.json ~= nil then body = json.encode(opts.json) end
+  local redirects = opts.follow_redirects or 0
+  while true do
+    local res, err = exchange_once(opts, method, url, body)
+    if not res then return nil, err end
+    local location = res.headers.location
+    if redirects > 0 and REDIRECTS[res.status] and location then
+      redirects = redirects - 1
+      url = resolve(url, location)
+      -- 303, and 301/302 after a POST, as browsers do: a GET without body.
+      if res.status == 303 or ((res.status == 301 or res.status == 302) and method == "POST") then
+        method, body = "GET", nil
+      end
+    else
+      return res
+    end
+  end
+end
+
+--- GET url. opts as for request.
+-- @usage local res, err = http.get("http://127.0.0.1:8081/health")
+function http.get(url, opts)
+  local o = setmetatable({ url = url, method = "GET" }, { __index = opts or {} })
+  return http.request(o)
+end
+
+--- POST body (a string, a table of strings or an iterator) to url.
+-- @usage local res, err = http.post(url, "a=1", { headers = { ["Content-Type"] = "application/x-www-form-urlencoded" } })
+function http.post(url, body, opts)
+  local o = setmetatable({ url = url, method = "POST", body = body }, { __index = opts or {} })
+  return http.request(o)
+end
+
+return http

@@ -1,0 +1,174 @@
+-- moonport.http against real servers on loopback: a second moonport as the
+-- upstream (spec/fixtures/http_upstream.lua, with --stats to count its
+-- accepts), a raw server for responses no real server sends
+-- (spec/support/raw_http.py), and openssl s_server -www for TLS with a
+-- certificate made for the test.
+local helpers = require("spec.helpers")
+local support = require("spec.support.server")
+local process = require("spec.support.process")
+
+local dir = helpers.scratch_dir()
+local cert, key = dir .. "/cert.pem", dir .. "/key.pem"
+assert(os.execute(("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+  .. "-nodes -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 "
+  .. "-days 2 -keyout %s -out %s 2>/dev/null"):format(key, cert)))
+
+local raw_port, tls_port
+local raw = support.program(function()
+  raw_port = process.free_port()
+  return { "/usr/bin/python3", "spec/support/raw_http.py", tostring(raw_port) }
+end, function(p) process.wait_port(raw_port, 10, p) end)
+local tls = support.program(function()
+  tls_port = process.free_port()
+  return { "openssl", "s_server", "-accept", "127.0.0.1:" .. tls_port, "-cert", cert,
+           "-key", key, "-www", "-quiet" }
+end, function(p) process.wait_port(tls_port, 10, p) end)
+
+describe("moonport.http", function()
+  local upstream, client
+  setup(function()
+    upstream = process.start("spec/fixtures/http_upstream.lua", { "--stats" })
+    client = process.start("spec/fixtures/http_client.lua", nil,
+      { env = { UPSTREAM = "http://127.0.0.1:" .. upstream.port } })
+  end)
+  teardown(function()
+    if client then client:stop() end
+    if upstream then upstream:stop() end
+    helpers.remove_dir(dir)
+  end)
+
+  local function call(target)
+    local status, _, body = helpers.request(client.port, "GET", target)
+    return status, helpers.json(body)
+  end
+
+  local function echoed(target)
+    local status, r = call(target)
+    assert.equal(200, status, r.error)
+    return r, helpers.json(r.body)
+  end
+
+  it("sends a GET with its headers and reads the answer's", function()
+    local r, e = echoed("/call?q=a%20b")
+    assert.equal(200, r.status)
+    assert.equal("OK", r.reason)
+    assert.equal("application/json", r.content_type)
+    assert.equal("GET", e.method)
+    assert.equal("/echo", e.path)
+    assert.equal("q=a%20b", e.query)
+    assert.equal("1", e.headers["x-test"])
+    assert.equal("127.0.0.1:" .. upstream.port, e.headers.host)
+    assert.equal("moonport", e.headers["user-agent"])
+  end)
+
+  it("sends every method with its body", function()
+    for _, m in ipairs({ "POST", "PUT", "PATCH", "DELETE" }) do
+      local _, e = echoed("/call?method=" .. m .. "&body=payload-" .. m)
+      assert.equal(m, e.method)
+      assert.equal("payload-" .. m, e.body)
+    end
+  end)
+
+  it("sends JSON and decodes it", function()
+    local _, r = call("/json")
+    assert.same({ a = 1, list = { 1, 2 } }, helpers.json(r.sent))
+    assert.equal("application/json", r.content_type)
+  end)
+
+  it("sends an iterator's body chunked", function()
+    local _, e = echoed("/upload")
+    assert.equal("part1,part2,part3,", e.body)
+    assert.equal("chunked", e.headers["transfer-encoding"])
+  end)
+
+  it("reads a chunked answer", function()
+    local r = echoed("/call?path=/chunked/5")
+    assert.equal("piece1;piece2;piece3;piece4;piece5;", r.body)
+  end)
+
+  it("streams a body in pieces", function()
+    local status, r = call("/stream/100000")
+    assert.equal(200, status)
+    assert.equal(100000, r.total)
+    assert.is_true(r.pieces >= 100)
+  end)
+
+  it("reuses its pooled connection for requests one after another", function()
+    local function accepted()
+      local _, _, body = helpers.request(upstream.port, "GET", "/__moonport/stats")
+      return helpers.json(body).connections.accepted
+    end
+    local before = accepted()
+    local status = helpers.request(client.port, "GET", "/sequence/20")
+    assert.equal(200, status)
+    -- One connection for the 20 (or none, when the pool held one), and
+    -- the stats request's own.
+    assert.is_true(accepted() - before <= 2)
+  end)
+
+  it("times a slow answer out", function()
+    local started = helpers.now()
+    local status, r = call("/call?path=/slow/3000&timeout=200")
+    assert.equal(502, status)
+    assert.equal("timeout", r.error)
+    assert.is_true(helpers.now() - started < 2.5)
+  end)
+
+  it("follows redirects only when asked", function()
+    local r = echoed("/call?path=/redirect")
+    assert.equal(302, r.status)
+    local _, e = echoed("/call?path=/redirect&redirects=1")
+    assert.equal("/echo", e.path)
+    assert.equal("from=redirect", e.query)
+    local _, post = echoed("/call?path=/see-other&method=POST&body=x&redirects=1")
+    assert.equal("GET", post.method)
+  end)
+
+  it("reads HEAD and 204 answers without a body", function()
+    local r = echoed("/call?path=/big/50&method=HEAD")
+    assert.equal(200, r.status)
+    assert.equal("", r.body)
+    r = echoed("/call?path=/status/204")
+    assert.equal(204, r.status)
+    assert.equal("", r.body)
+  end)
+
+  it("reads an answer that ends with the connection, and skips 100 Continue", function()
+    local base = "/fetch?url=http://127.0.0.1:" .. raw_port
+    local r = echoed(base .. "/to-close")
+    assert.equal("read until the close", r.body)
+    r = echoed(base .. "/continue")
+    assert.equal(200, r.status)
+    assert.equal("final", r.body)
+  end)
+
+  it("refuses malformed answers and cut bodies with an error, not a hang", function()
+    local base = "/fetch?timeout=5000&url=http://127.0.0.1:" .. raw_port
+    for path, why in pairs({
+      ["/obs-fold"] = "obsolete line folding", ["/bare-cr"] = "bare CR",
+      ["/two-lengths"] = "Content-Length", ["/cut-body"] = "closed",
+      ["/cut-chunked"] = "closed",
+    }) do
+      local status, r = call(base .. path)
+      assert.equal(502, status, path)
+      assert.is_truthy(r.error:find(why, 1, true), path .. ": " .. tostring(r.error))
+    end
+  end)
+
+  it("says why a connection is refused", function()
+    local status, r = call("/fetch?url=http://127.0.0.1:" .. process.free_port() .. "/")
+    assert.equal(502, status)
+    assert.equal("connection refused", r.error)
+  end)
+
+  it("verifies TLS, naming the reason, and talks TLS when told not to verify", function()
+    local url = "https://127.0.0.1:" .. tls_port .. "/"
+    local status, r = call("/fetch?url=" .. url)
+    assert.equal(502, status)
+    assert.is_truthy(r.error:find("certificate verify failed", 1, true), r.error)
+    local ok, answer = call("/fetch?verify=no&url=" .. url)
+    assert.equal(200, ok, answer.error)
+    assert.equal(200, answer.status)
+    assert.is_truthy(answer.body:find("s_server", 1, true), answer.body)
+  end)
+end)

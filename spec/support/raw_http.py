@@ -1,0 +1,51 @@
+#!/usr/bin/python3
+"""A server that answers every connection with fixed bytes, for the specs
+of moonport.http's response parsing: responses no real server sends
+(obs-fold, a bare CR, conflicting lengths) and connections cut mid-body.
+
+    raw_http.py PORT
+
+Each connection's request path picks the answer: /NAME sends ANSWERS[NAME]
+and then closes the connection (after a pause of ~0.2 s for "stall").
+"""
+
+import socket
+import sys
+import threading
+
+ANSWERS = {
+    "ok": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    "obs-fold": b"HTTP/1.1 200 OK\r\nX-A: 1\r\n  folded\r\nContent-Length: 2\r\n\r\nok",
+    "bare-cr": b"HTTP/1.1 200 OK\r\nX-A: 1\rX-B: 2\r\nContent-Length: 2\r\n\r\nok",
+    "two-lengths": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok!",
+    "cut-body": b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part of it",
+    "cut-chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+    "to-close": b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nread until the close",
+    "continue": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal",
+}
+
+
+def serve(conn):
+    with conn:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            more = conn.recv(4096)
+            if not more:
+                return
+            data += more
+        path = data.split(b" ", 2)[1].decode()
+        conn.sendall(ANSWERS.get(path.strip("/"), ANSWERS["ok"]))
+
+
+def main():
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", int(sys.argv[1])))
+    srv.listen(64)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
