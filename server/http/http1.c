@@ -25,25 +25,12 @@
 #include "http1.h"
 
 #include "errors.h"
+#include "h1scan.h"
 #include "str.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-
-/* Pre-scan positions within the head. */
-enum {
-  SC_PRE,        /* before the request line: blank lines are skipped */
-  SC_PRE_CR,     /* CR before the request line */
-  SC_LINE_START, /* first byte of a line after the request line */
-  SC_IN_LINE,
-  SC_CR,       /* CR inside a line: LF must follow */
-  SC_BLANK_CR, /* CR at a line start: it can only begin the blank line */
-  SC_DONE      /* the blank line ending the head has been scanned */
-};
 
 /* Positions within a chunk-size line (RFC 9112 section 7.1.1):
  *   chunk-size *( BWS ";" BWS ext-name [ BWS "=" BWS ext-val ] ) CRLF
@@ -190,59 +177,6 @@ static bool field_is(mp_http1 *h, const mp_hfield *f, const char *name,
          mp_str_ieq(h->base + h->msg_off + f->name.off, name, len);
 }
 
-/* The next element of the comma-separated list v[0, len) at or after *i
- * (RFC 9110 section 5.6.1), without the whitespace around it: its start,
- * with its length in *n, or NULL when none is left. Empty elements are
- * skipped. */
-static const char *next_element(const char *v, size_t len, size_t *i,
-                                size_t *n) {
-  while (*i < len) {
-    while (*i < len && (v[*i] == ' ' || v[*i] == '\t' || v[*i] == ',')) (*i)++;
-    size_t start = *i;
-    while (*i < len && v[*i] != ',') (*i)++;
-    size_t end = *i;
-    while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t')) end--;
-    if (end > start) {
-      *n = end - start;
-      return v + start;
-    }
-  }
-  return NULL;
-}
-
-static bool element_is(const char *e, size_t n, const char *lit, size_t len) {
-  return n == len && mp_str_ieq(e, lit, len);
-}
-
-/* Reads the codings of one Transfer-Encoding value: *other is set when
- * one is not "chunked", *last_chunked says whether the value's last one
- * is (left as it was for an empty value). */
-static void read_codings(const char *v, size_t len, bool *other,
-                         bool *last_chunked) {
-  size_t i = 0, n;
-  const char *e;
-  while ((e = next_element(v, len, &i, &n)) != NULL) {
-    bool chunked = element_is(e, n, "chunked", 7);
-    if (!chunked) *other = true;
-    *last_chunked = chunked;
-  }
-}
-
-/* Connection options that matter here (RFC 9110 section 7.6.1). */
-enum { CONN_CLOSE = 1, CONN_KEEP_ALIVE = 2, CONN_UPGRADE = 4 };
-
-static unsigned read_connection(const char *v, size_t len) {
-  size_t i = 0, n;
-  const char *e;
-  unsigned options = 0;
-  while ((e = next_element(v, len, &i, &n)) != NULL) {
-    if (element_is(e, n, "close", 5)) options |= CONN_CLOSE;
-    else if (element_is(e, n, "keep-alive", 10)) options |= CONN_KEEP_ALIVE;
-    else if (element_is(e, n, "upgrade", 7)) options |= CONN_UPGRADE;
-  }
-  return options;
-}
-
 static bool is_hex(unsigned char c) {
   return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
 }
@@ -325,9 +259,9 @@ static int check_fields(mp_http1 *h, llhttp_t *p) {
       if (m->http_minor == 0)
         return fail(h, 400, "Transfer-Encoding in an HTTP/1.0 request");
       te = true;
-      read_codings(v, f->value.len, &other_coding, &last_chunked);
+      mp_h1_read_codings(v, f->value.len, &other_coding, &last_chunked);
     } else if (field_is(h, f, "connection", 10)) {
-      options |= read_connection(v, f->value.len);
+      options |= mp_h1_read_connection(v, f->value.len);
     } else if (field_is(h, f, "upgrade", 7)) {
       upgrade_field = true;
     }
@@ -342,9 +276,10 @@ static int check_fields(mp_http1 *h, llhttp_t *p) {
     return fail(h, 400, "missing Host header");
   /* RFC 9112 section 9.3. An upgrade is not supported: the request is
    * answered, then the connection closes. */
-  m->keep_alive = !(options & CONN_CLOSE) &&
-                  (m->http_minor >= 1 || (options & CONN_KEEP_ALIVE)) &&
-                  !((options & CONN_UPGRADE) && upgrade_field) && !p->upgrade;
+  m->keep_alive =
+      !(options & MP_H1_OPT_CLOSE) &&
+      (m->http_minor >= 1 || (options & MP_H1_OPT_KEEP_ALIVE)) &&
+      !((options & MP_H1_OPT_UPGRADE) && upgrade_field) && !p->upgrade;
   return 0;
 }
 
@@ -402,7 +337,7 @@ static int on_headers_complete(llhttp_t *p) {
   m->method = p->method;
   m->http_major = p->http_major;
   m->http_minor = p->http_minor;
-  m->head_len = h->scanned;
+  m->head_len = h->scan.scanned;
   if (!h->saw_version)
     return fail(h, 400, "request line without an HTTP version");
   if (m->http_major != 1 || m->http_minor > 1)
@@ -495,8 +430,7 @@ void mp_http1_init(mp_http1 *h, const mp_http1_limits *limits,
   h->on_trailer = on_trailer;
   h->ud = ud;
   h->state = MP_H1_IN_HEAD;
-  h->scan = SC_PRE;
-  h->scan_first_line = true;
+  mp_h1scan_start(&h->scan);
 }
 
 void mp_http1_attach(mp_http1 *h, mp_http1_msg *msg) { h->msg = msg; }
@@ -504,9 +438,7 @@ void mp_http1_attach(mp_http1 *h, mp_http1_msg *msg) { h->msg = msg; }
 void mp_http1_next(mp_http1 *h, size_t pos) {
   if (llhttp_get_errno(&h->parser) == HPE_PAUSED) llhttp_resume(&h->parser);
   h->state = MP_H1_IN_HEAD;
-  h->scan = SC_PRE;
-  h->scan_first_line = true;
-  h->scanned = 0;
+  mp_h1scan_start(&h->scan);
   h->in_value = false;
   h->saw_version = false;
   h->chunk_line = CL_NONE;
@@ -516,89 +448,21 @@ void mp_http1_next(mp_http1 *h, size_t pos) {
   h->msg_off = pos;
 }
 
-/* Bytes the pre-scan must look at; everything else inside a line is
- * skipped, 16 bytes at a time where SSE2 is there. */
-static const uint8_t special[256] = {['\0'] = 1, ['\r'] = 1, ['\n'] = 1};
-
-/* The index of the first NUL, CR or LF in p[i, lim), or lim. */
-static size_t skip_plain(const char *p, size_t i, size_t lim) {
-#ifdef __SSE2__
-  const __m128i cr = _mm_set1_epi8('\r'), lf = _mm_set1_epi8('\n');
-  const __m128i nul = _mm_setzero_si128();
-  while (i + 16 <= lim) {
-    __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-    __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, cr),
-                                            _mm_cmpeq_epi8(v, lf)),
-                               _mm_cmpeq_epi8(v, nul));
-    int mask = _mm_movemask_epi8(hit);
-    if (mask != 0) return i + (size_t)__builtin_ctz((unsigned)mask);
-    i += 16;
-  }
-#endif
-  while (i < lim && !special[(unsigned char)p[i]]) i++;
-  return i;
-}
-
-/* Scans head bytes. Returns how many of the n bytes belong to the head
- * (all of them, or up to and including the blank line's LF), or -1 after
- * recording the error. Looks at no more than one byte past the head limit. */
+/* Scans head bytes (h1scan.h). Returns how many of the n bytes belong to
+ * the head, or -1 after recording the error. */
 static long scan_head(mp_http1 *h, const char *p, size_t n) {
-  size_t max = h->limits->max_header_size;
-  size_t allowance = max + 1 - h->scanned; /* scanned <= max here */
-  size_t lim = n < allowance ? n : allowance;
-  size_t i = 0;
-  while (i < lim && h->scan != SC_DONE) {
-    if (h->scan == SC_IN_LINE) {
-      i = skip_plain(p, i, lim);
-      if (i == lim) break;
-    }
-    unsigned char c = (unsigned char)p[i++];
-    if (c == '\0') return fail(h, 400, "NUL byte in request head");
-    switch (h->scan) {
-      case SC_PRE:
-        if (c == '\r')
-          h->scan = SC_PRE_CR;
-        else if (c != '\n')
-          h->scan = SC_IN_LINE;
-        break;
-      case SC_PRE_CR:
-        if (c != '\n') return fail(h, 400, "bare CR in request head");
-        h->scan = SC_PRE;
-        break;
-      case SC_LINE_START:
-        if (c == ' ' || c == '\t')
-          return fail(h, 400, "obsolete line folding in request head");
-        if (c == '\n')
-          h->scan = SC_DONE;
-        else if (c == '\r')
-          h->scan = SC_BLANK_CR;
-        else
-          h->scan = SC_IN_LINE;
-        break;
-      case SC_IN_LINE: /* c is CR or LF */
-        if (c == '\r') {
-          h->scan = SC_CR;
-        } else {
-          h->scan = SC_LINE_START;
-          h->scan_first_line = false;
-        }
-        break;
-      case SC_CR:
-        if (c != '\n') return fail(h, 400, "bare CR in request head");
-        h->scan = SC_LINE_START;
-        h->scan_first_line = false;
-        break;
-      case SC_BLANK_CR:
-        if (c != '\n') return fail(h, 400, "bare CR in request head");
-        h->scan = SC_DONE;
-        break;
-    }
+  long k = mp_h1scan_head(&h->scan, p, n, h->limits->max_header_size);
+  switch (k) {
+    case MP_H1SCAN_NUL: return fail(h, 400, "NUL byte in request head");
+    case MP_H1SCAN_BARE_CR: return fail(h, 400, "bare CR in request head");
+    case MP_H1SCAN_OBS_FOLD:
+      return fail(h, 400, "obsolete line folding in request head");
+    case MP_H1SCAN_TOO_LARGE:
+      return h->scan.first_line
+                 ? fail(h, 414, "request line too long")
+                 : fail(h, 431, "request header fields too large");
   }
-  h->scanned += (uint32_t)i;
-  if (h->scanned > max)
-    return h->scan_first_line ? fail(h, 414, "request line too long")
-                              : fail(h, 431, "request header fields too large");
-  return (long)i;
+  return k;
 }
 
 static bool is_blank(unsigned char c) { return c == ' ' || c == '\t'; }
@@ -713,7 +577,7 @@ int mp_http1_execute(mp_http1 *h, const char *buf, size_t len, size_t *pos) {
     if (h->state == MP_H1_DONE) return MP_H1_MESSAGE;
     const char *p = buf + *pos;
     size_t n = len - *pos;
-    if (h->state == MP_H1_IN_HEAD && h->scan != SC_DONE) {
+    if (h->state == MP_H1_IN_HEAD && !mp_h1scan_done(&h->scan)) {
       long k = scan_head(h, p, n);
       if (k < 0) return MP_H1_ERROR;
       n = (size_t)k;
@@ -731,7 +595,7 @@ int mp_http1_execute(mp_http1 *h, const char *buf, size_t len, size_t *pos) {
       *pos += n;
       /* llhttp takes a request line without a version for HTTP/0.9 and
        * waits for header fields that will not come. */
-      if (h->state == MP_H1_IN_HEAD && !h->scan_first_line && !h->saw_version) {
+      if (h->state == MP_H1_IN_HEAD && !h->scan.first_line && !h->saw_version) {
         fail(h, 400, "request line without an HTTP version");
         return MP_H1_ERROR;
       }

@@ -34,6 +34,8 @@
 
 #include <llhttp.h>
 
+#include "h1scan.h"
+
 typedef struct mp_span {
   uint32_t off; /* from the first byte of the message */
   uint32_t len;
@@ -101,9 +103,7 @@ typedef struct mp_http1 {
   size_t msg_off;    /* where the current message starts in that buffer */
   mp_h1_state state;
   /* pre-scan */
-  uint8_t scan;          /* position within a line, see http1.c */
-  bool scan_first_line;  /* still in the request line */
-  uint32_t scanned;      /* head bytes scanned so far */
+  mp_h1scan scan;
   bool in_value;         /* last header span was a value */
   bool saw_version;      /* the request line had an HTTP-version */
   bool head_done;        /* MP_H1_HEAD not reported yet */
@@ -139,7 +139,7 @@ static inline void mp_http1_moved(mp_http1 *h, size_t new_off) {
 
 /* True when no byte of a next message has been seen yet. */
 static inline bool mp_http1_idle(const mp_http1 *h) {
-  return h->state == MP_H1_IN_HEAD && h->scanned == 0;
+  return h->state == MP_H1_IN_HEAD && h->scan.scanned == 0;
 }
 
 /* Finds the first query parameter called name (compared after decoding) in

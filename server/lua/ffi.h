@@ -68,7 +68,8 @@ enum { MP_BASE64_NO_PADDING = 1, MP_BASE64_URL = 2 };
  * where its layer needs it: the handle layout (request.h), fault kinds
  * (response.h), value types, stores and the longest key (shared.h), log
  * levels (log.h), receive patterns (socket.h) and socket options
- * (stream.h), and this file's own. */
+ * (stream.h), the response parser's answers and field limit (h1resp.h),
+ * and this file's own. */
 #define MP_FFI_CONSTANTS(XX)                                                \
   XX(MP_CTX_REQ) XX(MP_CTX_RES) XX(MP_CTX_TAG_BIT) XX(MP_CTX_GEN_SHIFT)     \
   XX(MP_CTX_GEN_BITS)                                                       \
@@ -90,7 +91,9 @@ enum { MP_BASE64_NO_PADDING = 1, MP_BASE64_URL = 2 };
   XX(MP_RE_JAVASCRIPT) XX(MP_RE_JIT) XX(MP_RE_DFA)                          \
   XX(MP_DIGEST_MD5) XX(MP_DIGEST_SHA1) XX(MP_DIGEST_SHA224)                 \
   XX(MP_DIGEST_SHA256) XX(MP_DIGEST_SHA384) XX(MP_DIGEST_SHA512)            \
-  XX(MP_DIGEST_MAX) XX(MP_BASE64_NO_PADDING) XX(MP_BASE64_URL)
+  XX(MP_DIGEST_MAX) XX(MP_BASE64_NO_PADDING) XX(MP_BASE64_URL)              \
+  XX(MP_HTTPC_MORE) XX(MP_HTTPC_HEAD) XX(MP_HTTPC_BODY) XX(MP_HTTPC_DONE)   \
+  XX(MP_HTTPC_ERROR) XX(MP_HTTPC_MAX_FIELDS)
 
 /* Every return code of errors.h and every MP_FFI_CONSTANTS entry with its
  * value, as one C enum declaration ("enum { MP_AGAIN = -30001, ... };")
@@ -486,5 +489,71 @@ int mp_worker_id(void);
 /* How many workers the server runs (1 in a process that is no worker). */
 int mp_worker_count(void);
 int mp_worker_pid(void);
+
+/* ---- moonport.http's response parser (ffi/httpc.c) ---- */
+
+/* http/h1resp.h's parser for the Lua client, in memory Lua allocates: no
+ * call keeps a pointer past its return but p, which the caller keeps alive
+ * for the connection. The answers of mp_httpc_feed and mp_httpc_eof are
+ * MP_HTTPC_* (h1resp.h), not errors.h's codes. */
+
+/* The memory one parser needs, for the caller to allocate (Lua: ffi.new),
+ * 8-byte aligned. */
+size_t mp_httpc_size(void);
+/* Readies p for a connection: head bytes at most max_head (status line
+ * and fields; chunk extensions and trailers together have the same
+ * limit), at most max_fields fields (and at most MP_HTTPC_MAX_FIELDS). */
+void mp_httpc_init(void *p, size_t max_head, unsigned max_fields);
+/* Readies p for the next response on the connection; head_only: the
+ * request was HEAD, so no body whatever the head says. */
+void mp_httpc_start(void *p, int head_only);
+/* Parses buf[*pos .. len): buf holds the current response from its first
+ * byte (the caller keeps the head bytes contiguous and in place until the
+ * head is complete; body bytes may be dropped after they were returned).
+ * Advances *pos past what it consumed. Returns:
+ *   MP_HTTPC_MORE  every byte consumed, nothing complete yet
+ *   MP_HTTPC_HEAD  a final (non-1xx) head is complete: status, fields
+ *   MP_HTTPC_BODY  body bytes: mp_httpc_body gives them (a pointer into
+ *                  buf, chunked framing removed); call again
+ *   MP_HTTPC_DONE  the response ended; bytes after *pos belong to the
+ *                  next response on the connection (mp_httpc_start first)
+ *   MP_HTTPC_ERROR mp_httpc_error says why
+ * After HEAD and BODY, call again even with no bytes left: a response
+ * without a body ends without needing one. 1xx responses (100 Continue,
+ * 103 Early Hints) are skipped: their bytes are consumed and parsing goes
+ * on with the next head in buf, at mp_httpc_head_start. 101 is an error
+ * ("unexpected 101"). */
+int mp_httpc_feed(void *p, const char *buf, size_t len, size_t *pos);
+/* The offset in buf where the final head begins (after any 1xx heads);
+ * spans are relative to it. */
+uint32_t mp_httpc_head_start(const void *p);
+/* The connection closed at buf's end: MP_HTTPC_DONE when the response is
+ * complete or its body runs to the close (no Content-Length, not chunked,
+ * a body allowed), else MP_HTTPC_ERROR ("closed"). */
+int mp_httpc_eof(void *p);
+/* The final head's status code, from MP_HTTPC_HEAD on. */
+int mp_httpc_status(const void *p);
+/* Spans are offsets from the final head's first byte (see head_start). */
+void mp_httpc_reason(const void *p, uint32_t *off, uint32_t *len);
+unsigned mp_httpc_nfields(const void *p);
+void mp_httpc_field(const void *p, unsigned i, uint32_t *name_off,
+                    uint32_t *name_len, uint32_t *value_off,
+                    uint32_t *value_len);
+/* The body piece of the last MP_HTTPC_BODY, its length in *len. */
+const char *mp_httpc_body(const void *p, size_t *len);
+/* Whether the connection may carry another request after this response
+ * (HTTP/1.1 without Connection: close, HTTP/1.0 with keep-alive; never
+ * when the body runs to the close). Valid from MP_HTTPC_HEAD on. */
+int mp_httpc_keep_alive(const void *p);
+/* Content-Length, or -1 when absent; whether chunked. Both as the head
+ * says, also where there is no body (HEAD, 204, 304). */
+int64_t mp_httpc_content_length(const void *p);
+int mp_httpc_chunked(const void *p);
+/* Why the last MP_HTTPC_ERROR, or NULL. Static text: "bare CR in response
+ * head", "obsolete line folding in response head", "NUL byte in response
+ * head", "response head too large", "too many header fields",
+ * "conflicting Content-Length", "Content-Length and Transfer-Encoding",
+ * "bad chunk", "closed", "unexpected 101", "invalid response", ... */
+const char *mp_httpc_error(const void *p);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "h1resp.h"
 #include "log.h"
 #include "request.h"
 #include "response.h"
