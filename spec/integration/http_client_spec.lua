@@ -82,7 +82,7 @@ describe("moonport.http", function()
   end)
 
   it("reads a chunked answer", function()
-    local r = echoed("/call?path=/chunked/5")
+    local _, r = call("/call?path=/chunked/5")
     assert.equal("piece1;piece2;piece3;piece4;piece5;", r.body)
   end)
 
@@ -96,7 +96,7 @@ describe("moonport.http", function()
   it("reuses its pooled connection for requests one after another", function()
     local function accepted()
       local _, _, body = helpers.request(upstream.port, "GET", "/__moonport/stats")
-      return helpers.json(body).connections.accepted
+      return helpers.json(body).worker.connections.accepted
     end
     local before = accepted()
     local status = helpers.request(client.port, "GET", "/sequence/20")
@@ -104,6 +104,25 @@ describe("moonport.http", function()
     -- One connection for the 20 (or none, when the pool held one), and
     -- the stats request's own.
     assert.is_true(accepted() - before <= 2)
+  end)
+
+  it("serves other requests while 100 handlers wait on a slow upstream", function()
+    local waiting = {}
+    for i = 1, 100 do
+      waiting[i] = helpers.connect(client.port)
+      waiting[i]:send(helpers.build_request("GET", "/call?path=/slow/1500&timeout=10000"))
+    end
+    -- Answered while every one of the 100 still waits on the upstream.
+    local r = echoed("/call")
+    assert.equal(200, r.status)
+    for i = 1, 100 do
+      assert.is_false(waiting[i]:read_available(), "a slow request was answered first")
+    end
+    for i = 1, 100 do
+      local resp = waiting[i]:read_response()
+      waiting[i]:close()
+      assert.equal(200, resp.status)
+    end
   end)
 
   it("times a slow answer out", function()
@@ -115,7 +134,7 @@ describe("moonport.http", function()
   end)
 
   it("follows redirects only when asked", function()
-    local r = echoed("/call?path=/redirect")
+    local _, r = call("/call?path=/redirect")
     assert.equal(302, r.status)
     local _, e = echoed("/call?path=/redirect&redirects=1")
     assert.equal("/echo", e.path)
@@ -125,19 +144,19 @@ describe("moonport.http", function()
   end)
 
   it("reads HEAD and 204 answers without a body", function()
-    local r = echoed("/call?path=/big/50&method=HEAD")
+    local _, r = call("/call?path=/big/50&method=HEAD")
     assert.equal(200, r.status)
     assert.equal("", r.body)
-    r = echoed("/call?path=/status/204")
+    _, r = call("/call?path=/status/204")
     assert.equal(204, r.status)
     assert.equal("", r.body)
   end)
 
   it("reads an answer that ends with the connection, and skips 100 Continue", function()
     local base = "/fetch?url=http://127.0.0.1:" .. raw_port
-    local r = echoed(base .. "/to-close")
+    local _, r = call(base .. "/to-close")
     assert.equal("read until the close", r.body)
-    r = echoed(base .. "/continue")
+    _, r = call(base .. "/continue")
     assert.equal(200, r.status)
     assert.equal("final", r.body)
   end)
