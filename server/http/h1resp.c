@@ -201,6 +201,9 @@ static int on_chunk_header(llhttp_t *p) {
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
   mp_h1resp *h = from_parser(p);
+  /* llhttp flushes an open body span at the end of every input, also of
+   * an empty one after a resume: nothing to hand out. */
+  if (n == 0) return 0;
   h->body = at;
   h->body_len = n;
   h->event = EV_BODY;
@@ -276,6 +279,7 @@ static int llhttp_failed(mp_h1resp *h, llhttp_errno_t e) {
                                : "conflicting Content-Length");
   if (e == HPE_INVALID_TRANSFER_ENCODING && h->saw_cl)
     return failed(h, "Content-Length and Transfer-Encoding");
+  if (e == HPE_INVALID_VERSION) return failed(h, "unsupported HTTP version");
   if (e == HPE_INVALID_CONTENT_LENGTH)
     return failed(h, "invalid Content-Length");
   if (h->state == ST_BODY && h->chunked) return failed(h, "bad chunk");
