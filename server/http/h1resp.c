@@ -155,8 +155,8 @@ static int check_fields(mp_h1resp *h, llhttp_t *p) {
       options |= mp_h1_read_connection(v, f->value.len);
     }
   }
-  if (te && (p->flags & F_CONTENT_LENGTH))
-    return fail(h, "Content-Length and Transfer-Encoding");
+  /* Content-Length with Transfer-Encoding is llhttp's to refuse
+   * (llhttp_failed words it). */
   if (te && p->http_minor == 0)
     return fail(h, "Transfer-Encoding in an HTTP/1.0 response");
   /* RFC 9112 section 6.3 would read such a body to the close; a request
@@ -204,6 +204,9 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
    * the body's bytes have not come yet: nothing to hand out. */
   if (n == 0) return 0;
   mp_h1resp *h = from_parser(p);
+  /* llhttp flushes an open body span at the end of every input, also of
+   * an empty one after a resume: nothing to hand out. */
+  if (n == 0) return 0;
   h->body = at;
   h->body_len = n;
   h->event = EV_BODY;
@@ -279,6 +282,7 @@ static int llhttp_failed(mp_h1resp *h, llhttp_errno_t e) {
                                : "conflicting Content-Length");
   if (e == HPE_INVALID_TRANSFER_ENCODING && h->saw_cl)
     return failed(h, "Content-Length and Transfer-Encoding");
+  if (e == HPE_INVALID_VERSION) return failed(h, "unsupported HTTP version");
   if (e == HPE_INVALID_CONTENT_LENGTH)
     return failed(h, "invalid Content-Length");
   if (h->state == ST_BODY && h->chunked) return failed(h, "bad chunk");
@@ -321,8 +325,9 @@ int mp_h1resp_feed(mp_h1resp *h, const char *buf, size_t len, size_t *pos) {
     llhttp_errno_t e = llhttp_execute(&h->parser, buf + *pos, n);
     if (e == HPE_OK) {
       *pos += n;
-      /* The pre-scan saw the head end, llhttp did not: it read the lines
-       * otherwise (a bare LF ends a line for one and not the other). */
+      /* The pre-scan saw the head end and llhttp did not: they read line
+       * ends alike, so this cannot happen, but llhttp must never be given
+       * head bytes the pre-scan has not passed. */
       if (in_head && mp_h1scan_done(&h->scan))
         return failed(h, "invalid response");
       continue;
