@@ -42,7 +42,10 @@ local READ_SIZE = 64 * 1024
 local DEFAULT_TIMEOUT = 60000
 local DEFAULT_MAX_BODY = 64 * 1024 * 1024
 
-local PARSER_SIZE = tonumber(C.mp_httpc_size())
+local PARSER_WORDS = math.floor((tonumber(C.mp_httpc_size()) + 7) / 8)
+-- Parsers of ended exchanges, for the next ones: a request allocates none
+-- once the worker has as many as it runs at once.
+local spare, nspare = {}, 0
 local u32 = ffi.typeof("uint32_t[4]")
 local sizeout = ffi.new("size_t[1]")
 
@@ -138,9 +141,19 @@ end
 local Exchange = {}
 Exchange.__index = Exchange
 
+-- The exchange is over: its parser goes back to the spares.
+local function release(x)
+  if x.parser and nspare < 64 then
+    nspare = nspare + 1
+    spare[nspare] = x.parser
+  end
+  x.parser = nil
+end
+
 local function fail(x, err)
   if x.sock then x.sock:close() end
   x.sock = nil
+  release(x)
   return nil, err
 end
 
@@ -214,6 +227,7 @@ local function next_piece(x)
       end
     elseif rc == DONE then
       x.done = true
+      release(x)
       if x.keep_alive and x.pos == #x.buf then
         x.sock:setkeepalive(x.keepalive_timeout, x.keepalive_pool)
         x.sock = nil
@@ -233,6 +247,7 @@ local function next_piece(x)
         if err == "closed" then
           if C.mp_httpc_eof(x.parser) == DONE then
             x.done = true
+            release(x)
             x.sock:close()
             x.sock = nil
             return nil
@@ -376,7 +391,12 @@ local function exchange_once(opts, method, url, body)
   end
 
   -- The answer.
-  x.parser = ffi.new("uint8_t[?]", PARSER_SIZE)
+  if nspare > 0 then
+    x.parser, spare[nspare] = spare[nspare], nil
+    nspare = nspare - 1
+  else
+    x.parser = ffi.new("uint64_t[?]", PARSER_WORDS) -- 8-byte aligned
+  end
   C.mp_httpc_init(x.parser, MAX_HEAD, MAX_FIELDS)
   C.mp_httpc_start(x.parser, method == "HEAD" and 1 or 0)
   local res = setmetatable({ _x = x }, Response)

@@ -200,9 +200,6 @@ static int on_chunk_header(llhttp_t *p) {
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
-  /* llhttp closes an open span at the end of every execute, empty when
-   * the body's bytes have not come yet: nothing to hand out. */
-  if (n == 0) return 0;
   mp_h1resp *h = from_parser(p);
   /* llhttp flushes an open body span at the end of every input, also of
    * an empty one after a resume: nothing to hand out. */
