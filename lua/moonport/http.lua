@@ -283,6 +283,21 @@ function Response:chunks()
   return function() return self:read() end
 end
 
+-- The body inflated (gzip or zlib), at most max bytes: nil and an error
+-- when it is larger or not a valid gzip or zlib stream.
+local function gunzip(body, max)
+  local cap = #body * 4 < 4096 and 4096 or #body * 4
+  while true do
+    if cap > max then cap = max end
+    local out = ffi.new("char[?]", cap)
+    local rc = C.mp_httpc_gunzip(body, #body, out, cap, sizeout)
+    if rc == 0 then return ffi_string(out, sizeout[0]) end
+    if rc ~= C.MP_AGAIN then return nil, "bad gzip body" end
+    if cap >= max then return nil, "body too large" end
+    cap = cap * 2
+  end
+end
+
 -- Requests ------------------------------------------------------------------
 
 local function header_lines(out, headers, seen)
@@ -368,6 +383,9 @@ local function exchange_once(opts, method, url, body)
     head[#head + 1] = "Host: " .. h .. (default and "" or ":" .. port) .. "\r\n"
   end
   if not seen["user-agent"] then head[#head + 1] = "User-Agent: moonport\r\n" end
+  if opts.gzip and not seen["accept-encoding"] then
+    head[#head + 1] = "Accept-Encoding: gzip\r\n"
+  end
   if opts.json ~= nil and body ~= nil and not seen["content-type"] then
     head[#head + 1] = "Content-Type: application/json\r\n"
   end
@@ -413,6 +431,14 @@ local function exchange_once(opts, method, url, body)
     pieces[#pieces + 1] = piece
   end
   res.body = concat(pieces)
+  if opts.gzip then
+    local coding = lower(res.headers["content-encoding"] or "")
+    if coding == "gzip" or coding == "x-gzip" or coding == "deflate" then
+      local body, err = gunzip(res.body, x.max_body)
+      if not body then return nil, err end
+      res.body = body
+    end
+  end
   return res
 end
 

@@ -555,5 +555,11 @@ int mp_httpc_chunked(const void *p);
  * "conflicting Content-Length", "Content-Length and Transfer-Encoding",
  * "bad chunk", "closed", "unexpected 101", "invalid response", ... */
 const char *mp_httpc_error(const void *p);
+/* Inflates a gzip or zlib body (len bytes at in) into out, cap bytes:
+ * 0 with *outlen the bytes written; MP_AGAIN when it inflates to more than
+ * cap (call again with a larger out); MP_INVALID when it is neither, is
+ * corrupt or is cut short. */
+int mp_httpc_gunzip(const char *in, size_t len, char *out, size_t cap,
+                    size_t *outlen);
 
 #endif

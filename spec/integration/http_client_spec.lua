@@ -174,6 +174,19 @@ describe("moonport.http", function()
     end
   end)
 
+  it("inflates gzip bodies when asked, and only then", function()
+    local base = "/fetch?url=http://127.0.0.1:" .. raw_port
+    local _, r = call(base .. "/gzip&gzip=yes")
+    assert.equal(("hello gzip "):rep(1000) .. "end", r.body)
+    local _, raw_body = call(base .. "/gzip")
+    assert.is_true(#raw_body.body < 200)
+    local status, bad = call(base .. "/bad-gzip&gzip=yes")
+    assert.equal(502, status)
+    assert.equal("bad gzip body", bad.error)
+    local _, e = echoed("/fetch?gzip=yes&url=http://127.0.0.1:" .. upstream.port .. "/echo")
+    assert.equal("gzip", e.headers["accept-encoding"])
+  end)
+
   it("says why a connection is refused", function()
     local status, r = call("/fetch?url=http://127.0.0.1:" .. process.free_port() .. "/")
     assert.equal(502, status)

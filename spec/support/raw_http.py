@@ -9,6 +9,7 @@ Each connection's request path picks the answer: /NAME sends ANSWERS[NAME]
 and then closes the connection (after a pause of ~0.2 s for "stall").
 """
 
+import gzip
 import socket
 import sys
 import threading
@@ -22,7 +23,12 @@ ANSWERS = {
     "cut-chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
     "to-close": b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nread until the close",
     "continue": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal",
+    "bad-gzip": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 9\r\n\r\nnot gzip!",
 }
+# 10,000 bytes of text in a gzip body of a few dozen.
+_GZ = gzip.compress(b"hello gzip " * 1000 + b"end")
+ANSWERS["gzip"] = (b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: "
+                   + str(len(_GZ)).encode() + b"\r\n\r\n" + _GZ)
 
 
 def serve(conn):

@@ -24,6 +24,8 @@ int mp_httpc_keep_alive(const void *p);
 int64_t mp_httpc_content_length(const void *p);
 int mp_httpc_chunked(const void *p);
 const char *mp_httpc_error(const void *p);
+int mp_httpc_gunzip(const char *in, size_t len, char *out, size_t cap,
+                    size_t *outlen);
 ]]
 
 local C = ffi.C
@@ -35,7 +37,7 @@ local _ = {
   C.mp_httpc_head_start, C.mp_httpc_eof, C.mp_httpc_status,
   C.mp_httpc_reason, C.mp_httpc_nfields, C.mp_httpc_field, C.mp_httpc_body,
   C.mp_httpc_keep_alive, C.mp_httpc_content_length, C.mp_httpc_chunked,
-  C.mp_httpc_error,
+  C.mp_httpc_error, C.mp_httpc_gunzip,
 }
 
 return C

@@ -3,9 +3,16 @@
  * parser in memory Lua allocates and keeps for the connection. Each call
  * reads or moves that one parser and keeps nothing else; none runs Lua.
  * Spans and body pointers stay valid as long as the caller's buffer does.
+ * Also the inflating of gzip bodies (zlib), in one call per body.
  */
 #include "ffi.h"
 
+#include <limits.h>
+#include <stdbool.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "errors.h"
 #include "h1resp.h"
 
 size_t mp_httpc_size(void) { return sizeof(mp_h1resp); }
@@ -70,4 +77,25 @@ int mp_httpc_chunked(const void *p) { return ((const mp_h1resp *)p)->chunked; }
 
 const char *mp_httpc_error(const void *p) {
   return ((const mp_h1resp *)p)->error;
+}
+
+int mp_httpc_gunzip(const char *in, size_t len, char *out, size_t cap,
+                    size_t *outlen) {
+  *outlen = 0;
+  if (len > UINT_MAX || cap > UINT_MAX) return MP_INVALID;
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  /* 15 + 32: the largest window, and a gzip or a zlib header alike. */
+  if (inflateInit2(&z, 15 + 32) != Z_OK) return MP_NOMEM;
+  z.next_in = (Bytef *)(uintptr_t)in;
+  z.avail_in = (uInt)len;
+  z.next_out = (Bytef *)out;
+  z.avail_out = (uInt)cap;
+  int rc = inflate(&z, Z_FINISH);
+  *outlen = z.total_out;
+  bool full = z.avail_out == 0;
+  inflateEnd(&z);
+  if (rc == Z_STREAM_END) return 0;
+  if ((rc == Z_BUF_ERROR || rc == Z_OK) && full) return MP_AGAIN;
+  return MP_INVALID;
 }
