@@ -362,6 +362,7 @@ local function exchange_once(opts, method, url, body)
   }, Exchange)
   local verify = opts.tls_verify ~= false
   local sock = socket.tcp()
+  if x.connect_timeout > timeout then x.connect_timeout = timeout end
   sock:settimeouts(x.connect_timeout, x.send_timeout, x.read_timeout)
   local pool = format("%s://%s:%d%s", scheme, host, port, scheme == "https" and (verify and "" or "#noverify") or "")
   local ok, err = sock:connect(host, port, { pool = pool, pool_size = x.keepalive_pool })
@@ -401,6 +402,10 @@ local function exchange_once(opts, method, url, body)
   end
   head[#head + 1] = "\r\n"
   if body ~= nil and not chunked then head[#head + 1] = body end
+  -- The whole request's deadline bounds the sending too.
+  local left = x.deadline - now()
+  if left <= 0 then return fail(x, "timeout") end
+  sock:settimeouts(x.connect_timeout, left < x.send_timeout and left or x.send_timeout, x.read_timeout)
   ok, err = sock:send(head)
   if not ok then return fail(x, err) end
   if chunked then
