@@ -731,11 +731,11 @@ describe("mock responses WireMock serves", function()
   end)
 end)
 
-describe("mock features it does not have", function()
+describe("mock responses it cannot serve", function()
   it("are refused by the admin API with 422, naming them", function()
     local server = support.start("spec/fixtures/mock.lua")
     local cases = {
-      { { proxyBaseUrl = "http://example.com" }, "proxyBaseUrl" },
+      { { proxyBaseUrl = "ftp://example.com" }, "proxyBaseUrl ftp://example.com: not an http or https URL" },
       { { body = "{{#if request.method}}yes{{/if}}", transformers = { "response-template" } }, "block helpers" },
       { { body = "{{math 1 '+' 2}}", transformers = { "response-template" } }, "'math' is not a helper" },
       { { headers = { ["X-Y"] = "{{dateFormat request.headers.date 'yyyy'}}" },
@@ -752,11 +752,11 @@ describe("mock features it does not have", function()
 
   it("in a mapping file stop the server from starting, naming the file and the feature", function()
     local dir = mock_root({ ["mappings/proxy.json"] =
-      '{"request":{"url":"/p"},"response":{"proxyBaseUrl":"http://example.com"}}' })
+      '{"request":{"url":"/p"},"response":{"proxyBaseUrl":"ftp://example.com"}}' })
     support.defer(function() os.execute("rm -rf " .. dir) end)
     local code, _, err = helpers.run({ "--listen", "127.0.0.1:0", "--mock", dir })
     assert.equal(1, code)
-    assert.truthy(err:find("mappings/proxy.json: proxyBaseUrl", 1, true), err)
+    assert.truthy(err:find("mappings/proxy.json: proxyBaseUrl ftp://example.com", 1, true), err)
     code, _, err = helpers.run({ "--check", "--mock", dir })
     assert.equal(1, code)
     assert.truthy(err:find("proxyBaseUrl", 1, true), err)

@@ -105,7 +105,15 @@ local function check_response(stub)
   local r = stub.response
   if type(r) ~= "table" then return true end
   if r.proxy_base_url ~= nil then
-    return nil, "proxyBaseUrl: proxying to another server is not supported"
+    local base = tostring(r.proxy_base_url)
+    if not require("moonport.http").parse_url(base) then
+      return nil, "proxyBaseUrl " .. base .. ": not an http or https URL"
+    end
+    for _, key in ipairs({ "additional_proxy_request_headers", "remove_proxy_request_headers" }) do
+      if r[key] ~= nil and type(r[key]) ~= "table" then
+        return nil, model.camel(key) .. ": a " .. (key:find("^add") and "map of headers" or "list of names")
+      end
+    end
   end
   if r.status ~= nil then
     local status = tonumber(r.status)
@@ -630,12 +638,68 @@ local function respond_with(self, stub, r, req, res, facts)
   send_body(res, r, body)
 end
 
+-- Request headers a proxy does not pass on: the connection's own and the
+-- framing, which the outbound request makes anew.
+local HOP_BY_HOP = {
+  connection = true, ["keep-alive"] = true, ["proxy-connection"] = true, te = true,
+  trailer = true, ["transfer-encoding"] = true, upgrade = true, host = true,
+  ["content-length"] = true, expect = true,
+}
+-- Response headers it does not pass back: the server sets its own.
+local HOP_BACK = {
+  connection = true, ["keep-alive"] = true, ["transfer-encoding"] = true,
+  ["content-length"] = true, date = true, server = true,
+}
+
+-- Forwards the request to the stub's proxyBaseUrl (WireMock's proxying):
+-- the method, the URL (less proxyUrlPrefixToRemove), the headers (less
+-- removeProxyRequestHeaders, plus additionalProxyRequestHeaders) and the
+-- body; answers with the target's status, headers and body, or 502 with
+-- the reason when it cannot be reached.
+local function proxy(self, r, req, res, facts)
+  local url = facts.url
+  local prefix = r.proxy_url_prefix_to_remove
+  if type(prefix) == "string" and prefix ~= "" and url:sub(1, #prefix) == prefix then
+    url = url:sub(#prefix + 1)
+    if url:sub(1, 1) ~= "/" then url = "/" .. url end
+  end
+  local removed = {}
+  for _, name in ipairs(r.remove_proxy_request_headers or {}) do removed[lower(tostring(name))] = true end
+  local headers = {}
+  for name, value in pairs(req:headers()) do
+    local lname = lower(name)
+    if not HOP_BY_HOP[lname] and not removed[lname] then headers[name] = value end
+  end
+  for name, value in pairs(r.additional_proxy_request_headers or {}) do
+    for k in pairs(headers) do
+      if lower(k) == lower(name) then headers[k] = nil end
+    end
+    headers[name] = tostring(value)
+  end
+  local body = req:body()
+  local got, err = require("moonport.http").request({
+    method = facts.method, url = tostring(r.proxy_base_url):gsub("/+$", "") .. url,
+    headers = headers, body = body ~= "" and body or nil,
+  })
+  if not got then
+    log("warn", ("mock: proxy to %s failed: %s"):format(tostring(r.proxy_base_url), err))
+    res:status(502):header("Content-Type", "text/plain; charset=utf-8")
+    return res:send("proxy to " .. tostring(r.proxy_base_url) .. " failed: " .. err .. "\n")
+  end
+  res:status(got.status)
+  for _, field in ipairs(got.headers:list()) do
+    if not HOP_BACK[lower(field[1])] then res:header(field[1], field[2]) end
+  end
+  res:send(got.body)
+end
+
 local function respond(self, stub, req, res, facts)
   local r = stub.response
   if type(r) == "function" then return r(req, res) end
   local ms = delay_of(r)
   if ms > 0 then sleep(ms) end
   if r.fault ~= nil then return res:fault(r.fault) end
+  if r.proxy_base_url ~= nil then return proxy(self, r, req, res, facts) end
   local ok, err = pcall(respond_with, self, stub, r, req, res, facts)
   if ok then return end
   if type(err) ~= "table" then error(err, 0) end

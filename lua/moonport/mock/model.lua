@@ -27,6 +27,8 @@ end
 local function camel(name)
   return (name:gsub("_(%l)", string.upper))
 end
+--- A snake_case key in WireMock's camelCase, for messages.
+model.camel = camel
 
 -- How the value under a key is converted: nil (a plain value or a table
 -- whose own keys convert), "opaque" (kept as it is), "matcher",
@@ -37,7 +39,9 @@ local REQUEST = {
   body_patterns = "matcher_list",
 }
 local RESPONSE = { headers = "opaque", json_body = "opaque",
-                   transformer_parameters = "opaque" }
+                   transformer_parameters = "opaque",
+                   additional_proxy_request_headers = "opaque",
+                   remove_proxy_request_headers = "opaque" }
 local MATCHER = { equal_to_json = "opaque", matches_json_path = "matcher",
                   ["and"] = "matcher_list", ["or"] = "matcher_list" }
 local TOP = { request = REQUEST, response = RESPONSE, metadata = "opaque" }
