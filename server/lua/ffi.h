@@ -400,6 +400,7 @@ typedef struct mp_mock_config {
   int cors;                /* not --no-cors */
   int admin_cors;          /* --admin-cors */
   int journal_size;        /* --journal-size */
+  const char *proxy_all;   /* --proxy-all URL, or NULL */
 } mp_mock_config;
 
 /* Fills *out from the command line. Returns 0. */

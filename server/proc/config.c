@@ -161,6 +161,9 @@ static const option options[] = {
      0, "a host name",
      "the mock's /__admin API also answers requests whose Host is NAME "
      "(besides loopback addresses, localhost and the --listen address)"},
+    {"--proxy-all", OPT_TEXT, "URL", TEXT(proxy_all), NULL, 0, 0, "a URL",
+     "the mock forwards every request no stub matches to URL (an http or "
+     "https base) and answers with what it answers"},
     {"--no-watch", OPT_CLEAR, NULL, FLAG(watch), NULL, 0, 0, NULL,
      "do not reload when the app's files change (SIGHUP still reloads)"},
     {"--watch-delay", OPT_SECONDS, "SECONDS", MS(watch_delay_ms), "0.05", 0,

@@ -88,4 +88,27 @@ describe("mock proxying", function()
     assert.equal(502, status)
     assert.is_truthy(body:find("connection refused", 1, true), body)
   end)
+
+  it("forwards what no stub matches with --proxy-all, under every stub", function()
+    local only = helpers.scratch_dir()
+    assert(os.execute("mkdir -p " .. only .. "/mappings " .. only .. "/__files"))
+    write(only .. "/mappings/override.json", {
+      request = { method = "GET", url = "/echo?stubbed=1" },
+      response = { status = 200, body = "from the stub" },
+    })
+    local all = process.start(only, { "--proxy-all", "http://127.0.0.1:" .. upstream.port },
+      { mock = true })
+    local ok, err = pcall(function()
+      local _, _, body = helpers.request(all.port, "GET", "/echo?stubbed=1")
+      assert.equal("from the stub", body)
+      local status, _, proxied = helpers.request(all.port, "PUT", "/echo?via=all", nil, "b")
+      assert.equal(200, status)
+      local e = helpers.json(proxied)
+      assert.equal("PUT", e.method)
+      assert.equal("via=all", e.query)
+    end)
+    all:stop()
+    helpers.remove_dir(only)
+    if not ok then error(err, 0) end
+  end)
 end)

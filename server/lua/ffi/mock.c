@@ -16,5 +16,6 @@ int mp_mock_settings(mp_mock_config *out) {
   out->cors = cfg->cors;
   out->admin_cors = cfg->admin_cors;
   out->journal_size = (int)cfg->journal_size;
+  out->proxy_all = cfg->proxy_all;
   return 0;
 }
