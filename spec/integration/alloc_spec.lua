@@ -368,3 +368,41 @@ describe("the allocation budget of a PostgreSQL query by primary key", function(
       ("%s: %.1f C bytes per request, budget %d"):format(route, cb, PG_C_BUDGET))
   end)
 end)
+
+-- One GET through moonport.http on a pooled connection
+-- (spec/fixtures/http_client.lua's /relay, to a second moonport). Lua: the
+-- URL's pieces, the request head, the exchange's buffer and records, the
+-- response's header tables and body; C: nothing per request (socket
+-- records and read buffers come from the worker's pools).
+local HTTP_LUA_BUDGET, HTTP_C_BUDGET = 4096, 256
+
+describe("the allocation budget of an outbound HTTP GET", function()
+  local process = require("spec.support.process")
+  local upstream, app
+  setup(function()
+    upstream = process.start("spec/fixtures/http_upstream.lua")
+    app = process.start("spec/fixtures/http_client.lua", { "--stats" },
+      { env = { UPSTREAM = "http://127.0.0.1:" .. upstream.port } })
+  end)
+  teardown(function()
+    if app then app:stop() end
+    if upstream then upstream:stop() end
+  end)
+
+  it("keeps GET /relay within its budget over 10,000 requests", function()
+    local request = helpers.build_request("GET", "/relay")
+    blast(app.port, request, 1000)
+    local _, before = stats(app.port)
+    blast(app.port, request, 10000)
+    local _, after = stats(app.port)
+    local route = "GET /relay"
+    local n = after[route].count - before[route].count
+    assert.equal(10000, n)
+    local lua = (after[route].lua_bytes.total - before[route].lua_bytes.total) / n
+    local cb = (after[route].c_bytes.total - before[route].c_bytes.total) / n
+    assert(lua <= HTTP_LUA_BUDGET,
+      ("%s: %.1f Lua bytes per request, budget %d"):format(route, lua, HTTP_LUA_BUDGET))
+    assert(cb <= HTTP_C_BUDGET,
+      ("%s: %.1f C bytes per request, budget %d"):format(route, cb, HTTP_C_BUDGET))
+  end)
+end)
