@@ -57,9 +57,12 @@ local DEFAULT_PORT = { http = 80, https = 443 }
 
 --- Splits an absolute http or https URL: scheme, host (without IPv6
 -- brackets), port, and the request target (path and query, "/" when
--- empty). nil and an error for anything else.
+-- empty). nil and an error for anything else, a URL with a space or a
+-- control byte included (it would write another request line or header).
+-- @usage local scheme, host, port, target = http.parse_url("https://api.example.com/v1?x=1")
 local function parse_url(url)
   if type(url) ~= "string" then return nil, "url must be a string" end
+  if find(url, "[%z\1-\32\127]") then return nil, "bad url: a space or a control byte" end
   local scheme, rest = match(url, "^(%a[%w+.-]*)://(.*)$")
   scheme = scheme and lower(scheme)
   if not DEFAULT_PORT[scheme] then return nil, "unsupported url: " .. url end

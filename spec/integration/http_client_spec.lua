@@ -187,6 +187,12 @@ describe("moonport.http", function()
     assert.equal("gzip", e.headers["accept-encoding"])
   end)
 
+  it("refuses a URL that would write another request line or header", function()
+    local status, r = call("/injected")
+    assert.equal(502, status)
+    assert.equal("bad url: a space or a control byte", r.error)
+  end)
+
   it("says why a connection is refused", function()
     local status, r = call("/fetch?url=http://127.0.0.1:" .. process.free_port() .. "/")
     assert.equal(502, status)
