@@ -110,7 +110,7 @@ describe("moonport.http", function()
     local waiting = {}
     for i = 1, 100 do
       waiting[i] = helpers.connect(client.port)
-      waiting[i]:send(helpers.build_request("GET", "/call?path=/slow/1500&timeout=10000"))
+      waiting[i]:send(helpers.build_request("GET", "/call?path=/slow/4000&timeout=20000"))
     end
     -- Answered while every one of the 100 still waits on the upstream.
     local r = echoed("/call")
@@ -119,7 +119,7 @@ describe("moonport.http", function()
       assert.is_false(waiting[i]:read_available(), "a slow request was answered first")
     end
     for i = 1, 100 do
-      local resp = waiting[i]:read_response()
+      local resp = waiting[i]:read_response({ timeout = 30 })
       waiting[i]:close()
       assert.equal(200, resp.status)
     end
