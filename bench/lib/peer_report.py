@@ -4,8 +4,10 @@ around a load run, the small pieces of their reports, and their command
 line."""
 
 import argparse
+import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -53,6 +55,35 @@ def read_tsv(path):
                 key, _, val = line.rstrip("\n").partition("\t")
                 out[key] = val
     return out
+
+
+def read_runs(work, csv_path):
+    """The measured runs of CSV by (scenario, server), and the upstream
+    connections DIR/upstream.tsv recorded by (scenario, server)."""
+    by = {}
+    for row in csv.DictReader(open(csv_path)):
+        by.setdefault((row["scenario"], row["server"]), []).append(row)
+    upstream = {}
+    path = os.path.join(work, "upstream.tsv")
+    if os.path.exists(path):
+        for line in open(path):
+            scenario, server, n = line.split()
+            upstream[(scenario, server)] = n
+    return by, upstream
+
+
+def median_of(by, scenario, server, key):
+    """The median of key over a scenario's runs of a server."""
+    return statistics.median(float(r[key]) for r in by[(scenario, server)])
+
+
+def star(by, scenario, server):
+    """A star (Markdown-escaped) when a run that makes the median had CPU 1
+    (wrk and the upstream) at least 95% busy: the load side may have set
+    the pace, so the figure is a lower bound for the server."""
+    rs = sorted(by[(scenario, server)], key=lambda r: float(r["rps"]))
+    mid = [rs[(len(rs) - 1) // 2], rs[len(rs) // 2]]
+    return "\\*" if any(float(r["wrk_core_busy_pct"]) >= 95 for r in mid) else ""
 
 
 def alloc_lines(path):

@@ -17,13 +17,13 @@
       DIR/upstream.tsv and DIR/alloc.txt; the chart's data as
       DIR/chart.dat."""
 
-import csv
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from peer_report import alloc_lines, fmt_int, get, main, read_tsv  # noqa: E402
+from peer_report import (alloc_lines, fmt_int, get, main, median_of, read_runs,  # noqa: E402
+                         read_tsv, star as peer_star)
 
 SCENARIOS = {
     "get": "one GET per request",
@@ -64,29 +64,16 @@ def check(port):
 
 def report(work, csv_path, out_path):
     meta = read_tsv(os.path.join(work, "meta.tsv"))
-    upstream = {}
-    up_path = os.path.join(work, "upstream.tsv")
-    if os.path.exists(up_path):
-        for line in open(up_path):
-            scenario, server, n = line.split()
-            upstream[(scenario, server)] = n
-    rows = list(csv.DictReader(open(csv_path)))
-    by = {}
-    for row in rows:
-        by.setdefault((row["scenario"], row["server"]), []).append(row)
+    by, upstream = read_runs(work, csv_path)
 
     def med(scenario, server, key):
-        return statistics.median(float(r[key]) for r in by[(scenario, server)])
+        return median_of(by, scenario, server, key)
 
     def all_of(scenario, server, key):
         return [float(r[key]) for r in by[(scenario, server)]]
 
     def star(scenario, server):
-        """A star when a run that makes the median had CPU 1 (wrk and Redis)
-        at least 95% busy: the load generator may have set the pace."""
-        rs = sorted(by[(scenario, server)], key=lambda r: float(r["rps"]))
-        mid = [rs[(len(rs) - 1) // 2], rs[len(rs) // 2]]
-        return "\\*" if any(float(r["wrk_core_busy_pct"]) >= 95 for r in mid) else ""
+        return peer_star(by, scenario, server)
 
     scenarios = [s for s in SCENARIOS if (s, "moonport") in by]
     lines = []

@@ -13,13 +13,13 @@
       DIR/upstream.tsv and DIR/alloc.txt; each test type's chart data as
       DIR/chart-TEST.dat."""
 
-import csv
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from peer_report import alloc_lines, fmt_int, main, read_tsv  # noqa: E402
+from peer_report import (alloc_lines, fmt_int, main, median_of, read_runs,  # noqa: E402
+                         read_tsv, star as peer_star)
 
 TESTS = ["json", "db", "queries", "fortunes", "updates", "plaintext"]
 PATHS = {"json": "/json", "db": "/db", "queries": "/queries?queries=20",
@@ -58,22 +58,13 @@ def targets_of(scenario):
 
 def report(work, csv_path, out_path):
     meta = read_tsv(os.path.join(work, "meta.tsv"))
-    upstream = {}
-    up_path = os.path.join(work, "upstream.tsv")
-    if os.path.exists(up_path):
-        for line in open(up_path):
-            scenario, server, n = line.split()
-            upstream[(scenario, server)] = n
+    by, upstream = read_runs(work, csv_path)
     logged = {}
     logged_path = os.path.join(work, "log_errors.tsv")
     if os.path.exists(logged_path):
         for line in open(logged_path):
             server, text = line.rstrip("\n").split("\t", 1)
             logged.setdefault(server, []).append(text)
-    rows = list(csv.DictReader(open(csv_path)))
-    by = {}
-    for row in rows:
-        by.setdefault((row["scenario"], row["server"]), []).append(row)
     servers = [s for s in SERVERS if any(k[1] == s for k in by)]
     scenarios = [s for s in SCENARIOS if any(k[0] == s for k in by)]
 
@@ -81,7 +72,7 @@ def report(work, csv_path, out_path):
         return (scenario, server) in by
 
     def med(scenario, server, key):
-        return statistics.median(float(r[key]) for r in by[(scenario, server)])
+        return median_of(by, scenario, server, key)
 
     def wrk_us_per_request(scenario, server):
         """wrk's CPU per 2xx answer, median over the rounds."""
@@ -97,11 +88,7 @@ def report(work, csv_path, out_path):
         return "†" if errors(scenario, server) else ""
 
     def star(scenario, server):
-        """A star when a run that makes the median had CPU 1 (wrk and
-        PostgreSQL) at least 95% busy: the load side may have set the pace."""
-        rs = sorted(by[(scenario, server)], key=lambda r: float(r["rps"]))
-        mid = [rs[(len(rs) - 1) // 2], rs[len(rs) // 2]]
-        return "\\*" if any(float(r["wrk_core_busy_pct"]) >= 95 for r in mid) else ""
+        return peer_star(by, scenario, server)
 
     def describe(scenario):
         route, conns, depth = SCENARIOS[scenario]
