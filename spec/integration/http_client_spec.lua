@@ -125,6 +125,23 @@ describe("moonport.http", function()
     end
   end)
 
+  it("closes the outbound connection when its client leaves", function()
+    local function open_on_upstream()
+      local _, _, body = helpers.request(upstream.port, "GET", "/__moonport/stats")
+      -- Less the stats request's own connection.
+      return helpers.json(body).worker.connections.open - 1
+    end
+    local before = open_on_upstream()
+    local conn = helpers.connect(client.port)
+    -- By name: a pool of its own, with no idle connection to take.
+    conn:send(helpers.build_request("GET", "/fetch?timeout=30000&url=http://localhost:"
+      .. upstream.port .. "/slow/20000"))
+    assert.is_truthy(helpers.eventually(function() return open_on_upstream() > before end))
+    conn:close()
+    assert.is_truthy(helpers.eventually(function() return open_on_upstream() <= before end),
+      "the outbound connection stayed open")
+  end)
+
   it("times a slow answer out", function()
     local started = helpers.now()
     local status, r = call("/call?path=/slow/3000&timeout=200")
