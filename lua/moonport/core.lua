@@ -60,6 +60,7 @@ return {
   mock_journal = shared.mock_journal,
   regex = regex.new,
   dir_list = fs.dir_list,
+  dir_make = fs.dir_make,
   strerror = fs.strerror,
   confine = fs.confine,
   now = require("moonport.core.time").now,

@@ -503,6 +503,14 @@ function http.request(opts)
   end
 end
 
+--- A gzip or zlib (deflate) body inflated, at most max bytes (default
+-- 64 MiB), or nil and "bad gzip body" or "body too large".
+-- @usage local text = http.gunzip(res.body)
+function http.gunzip(body, max)
+  if type(body) ~= "string" then error("moonport.http.gunzip: body must be a string", 2) end
+  return gunzip(body, max or DEFAULT_MAX_BODY)
+end
+
 --- GET url. opts as for request.
 -- @usage local res, err = http.get("http://127.0.0.1:8081/health")
 function http.get(url, opts)

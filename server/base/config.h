@@ -35,6 +35,7 @@ typedef struct mp_config {
   bool admin_cors;        /* /__admin answers other origins (--admin-cors) */
   const char *admin_hosts; /* --admin-host: more Host names for /__admin */
   const char *proxy_all;  /* --proxy-all URL: unmatched mock requests go there */
+  bool record_mappings;   /* --record-mappings: what --proxy-all answers is recorded */
   unsigned journal_size;  /* requests the mock journal keeps */
   bool watch;             /* reload when the app's files change */
   uint64_t watch_delay_ms; /* after the last change of a burst */

@@ -379,6 +379,10 @@ void mp_re_free(void *re);
  * buffer (*out, *len). Returns how many, or a negative errno. */
 int mp_dir_list(const char *path, const char **out, size_t *len);
 
+/* Makes the directory path (its parent must exist; the umask applies).
+ * Returns 0, also when a directory is already there, or a negative errno. */
+int mp_dir_make(const char *path);
+
 /* Resolves name (nlen bytes) inside the directory root: joined to it, then
  * every ".." and symbolic link followed (realpath). Returns the length of
  * the resolved path, written with a NUL into out (cap bytes), and the
@@ -401,6 +405,7 @@ typedef struct mp_mock_config {
   int admin_cors;          /* --admin-cors */
   int journal_size;        /* --journal-size */
   const char *proxy_all;   /* --proxy-all URL, or NULL */
+  int record_mappings;     /* --record-mappings */
 } mp_mock_config;
 
 /* Fills *out from the command line. Returns 0. */

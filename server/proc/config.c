@@ -164,6 +164,10 @@ static const option options[] = {
     {"--proxy-all", OPT_TEXT, "URL", TEXT(proxy_all), NULL, 0, 0, "a URL",
      "the mock forwards every request no stub matches to URL (an http or "
      "https base) and answers with what it answers"},
+    {"--record-mappings", OPT_SET, NULL, FLAG(record_mappings), NULL, 0, 0,
+     NULL,
+     "with --proxy-all: write what the API answers to DIR/mappings and "
+     "DIR/__files as stubs, one per distinct request"},
     {"--no-watch", OPT_CLEAR, NULL, FLAG(watch), NULL, 0, 0, NULL,
      "do not reload when the app's files change (SIGHUP still reloads)"},
     {"--watch-delay", OPT_SECONDS, "SECONDS", MS(watch_delay_ms), "0.05", 0,
@@ -439,6 +443,11 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   }
   if (cfg->app == NULL && cfg->mock_dir == NULL) {
     fprintf(stderr, "moonport: no APP.lua given (see --help)\n");
+    return MP_CONFIG_USAGE;
+  }
+  if (cfg->record_mappings && (cfg->mock_dir == NULL || cfg->proxy_all == NULL)) {
+    fprintf(stderr, "moonport: --record-mappings records what --proxy-all "
+            "answers into the --mock directory; give all three\n");
     return MP_CONFIG_USAGE;
   }
   if (cfg->workers_auto) {

@@ -24,7 +24,7 @@ static const struct field {
     F(host), F(port), F(app), F(check), F(debug), F(stats), F(access_log),
     F(server_header), F(error_log), F(workers), F(workers_auto),
     F(handler_timeout_ms), F(shared_size), F(mock_state_size),
-    F(journal_memory), F(mock_dir), F(cors), F(admin_cors), F(admin_hosts), F(proxy_all),
+    F(journal_memory), F(mock_dir), F(cors), F(admin_cors), F(admin_hosts), F(proxy_all), F(record_mappings),
     F(journal_size), F(watch), F(watch_delay_ms), F(request_memory_limit),
     F(load_timeout_ms), F(load_memory_limit), F(write_high_water),
     F(idle_timeout_ms), F(shutdown_timeout_ms), F(header_timeout_ms),
@@ -158,6 +158,7 @@ static const setting settings[] = {
     {"--stats", NULL, "stats", 1, NULL},
     {"--check", NULL, "check", 1, NULL},
     {"--debug", NULL, "debug", 1, NULL},
+    {"--record-mappings", NULL, "record_mappings", 1, NULL},
     {"--listen", "10.1.2.3:4567", "", 0, NULL},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])
@@ -211,6 +212,12 @@ static void test_each_option_sets_its_field_only(void) {
       /* --mock takes the place of APP. */
       rc = PARSE(&got, s->option, s->value);
       want.app = NULL;
+    } else if (strcmp(s->option, "--record-mappings") == 0) {
+      /* It records what --proxy-all answers into the --mock directory. */
+      rc = PARSE(&got, "--mock", "d", "--proxy-all", "http://r.test", s->option);
+      want.app = NULL;
+      want.mock_dir = got.mock_dir;
+      want.proxy_all = got.proxy_all;
     } else {
       rc = s->value ? PARSE(&got, s->option, s->value, "app.lua")
                     : PARSE(&got, s->option, "app.lua");
@@ -435,6 +442,9 @@ static void test_special_values(void) {
   CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "app.lua"), MP_CONFIG_USAGE);
   CHECK_EQ_INT(PARSE(&cfg, "--stats"), MP_CONFIG_USAGE);
   CHECK(strcmp(output, "moonport: no APP.lua given (see --help)\n") == 0);
+  /* --record-mappings records what --proxy-all answers into --mock DIR. */
+  CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "--record-mappings"), MP_CONFIG_USAGE);
+  CHECK(strstr(output, "--record-mappings") != NULL);
 }
 
 int main(void) {

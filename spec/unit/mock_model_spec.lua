@@ -1,5 +1,6 @@
 -- The stub model: WireMock JSON in, the same JSON out, user names untouched.
 package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+require("spec.support.ffi_unit") -- base64 is the server's (moonport.core.crypto)
 local model = require("moonport.mock.model")
 local cjson = require("cjson")
 
@@ -86,5 +87,20 @@ describe("moonport.mock.model", function()
     local id = model.uuid()
     assert.truthy(id:match("^%x%x%x%x%x%x%x%x%-%x%x%x%x%-4%x%x%x%-[89ab]%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$"), id)
     assert.not_equal(id, model.uuid())
+  end)
+
+  it("tells UTF-8 text from other bytes, as JSON text must be", function()
+    for _, s in ipairs({ "", "plain", "caf\195\169", "\226\130\172", "\240\159\152\128" }) do
+      assert.is_true(model.is_utf8(s), s)
+    end
+    -- a lone byte past 0x7f, a cut sequence, an overlong form, a
+    -- surrogate, past U+10FFFF
+    for _, s in ipairs({ "\255", "caf\195", "\192\175", "\224\128\175", "\237\160\128", "\244\144\128\128" }) do
+      assert.is_false(model.is_utf8(s), s)
+    end
+    local t = {}
+    model.put_body(t, "\0\255")
+    assert.is_nil(t.body)
+    assert.equal("\0\255", model.logged_body(t))
   end)
 end)

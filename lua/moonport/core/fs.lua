@@ -7,6 +7,7 @@ require("moonport.core.base")
 
 ffi.cdef[[
 int mp_dir_list(const char *path, const char **out, size_t *len);
+int mp_dir_make(const char *path);
 int mp_file_confine(const char *root, const char *name, size_t nlen,
                     char *out, size_t cap, double *size);
 char *strerror(int errnum);
@@ -53,6 +54,15 @@ function fs.dir_list(path)
   end
   sort(list, function(a, b) return a.name < b.name end)
   return list
+end
+
+--- Makes the directory path (its parent must exist): true, also when it
+-- is already there, or nil and an error message.
+-- @usage assert(core.dir_make(dir .. "/mappings"))
+function fs.dir_make(path)
+  local rc = C.mp_dir_make(path)
+  if rc < 0 then return nil, path .. ": " .. fs.strerror(-rc) end
+  return true
 end
 
 --- Finds the file name (a path relative to root, a directory) stands

@@ -12,6 +12,7 @@ typedef struct mp_mock_config {
   int admin_cors;
   int journal_size;
   const char *proxy_all;
+  int record_mappings;
 } mp_mock_config;
 int mp_mock_settings(mp_mock_config *out);
 ]]
@@ -29,7 +30,8 @@ end
 --- The mock settings from the command line: { dir = --mock DIR or nil,
 -- listen_host = the host of --listen, admin_hosts = --admin-host or nil,
 -- cors = true unless --no-cors, admin_cors = --admin-cors,
--- journal_size = --journal-size, proxy_all = --proxy-all or nil }.
+-- journal_size = --journal-size, proxy_all = --proxy-all or nil,
+-- record_mappings = --record-mappings }.
 -- @usage local settings = core.mock_settings()
 function mock.settings()
   local cfg = ffi.new("mp_mock_config")
@@ -37,7 +39,8 @@ function mock.settings()
   return { dir = opt_string(cfg.dir), listen_host = opt_string(cfg.listen_host),
            admin_hosts = opt_string(cfg.admin_hosts), cors = cfg.cors ~= 0,
            admin_cors = cfg.admin_cors ~= 0, journal_size = cfg.journal_size,
-           proxy_all = opt_string(cfg.proxy_all) }
+           proxy_all = opt_string(cfg.proxy_all),
+           record_mappings = cfg.record_mappings ~= 0 }
 end
 
 return mock

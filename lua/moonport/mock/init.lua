@@ -35,6 +35,7 @@ local json_encode, json_decode = json.encode, json.decode
 local model = require("moonport.mock.model")
 local match = require("moonport.mock.match")
 local template = require("moonport.mock.template")
+local record = require("moonport.mock.record")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local error, pcall, setmetatable = error, pcall, setmetatable
@@ -55,6 +56,8 @@ local KEY_REMOVED = "removed:"        -- .. id: a script stub removed
 local KEY_SCENARIO = "scenario:"      -- .. name: its state
 local KEY_SEQ = "seq:journal"         -- the last journal entry's number
 local KEY_JOURNAL_FIRST = "journal:first" -- the first entry kept
+local KEY_RECORDING = "recording"     -- the recorder's state (JSON)
+local KEY_RECORDED = "recorded:"      -- .. digest: --record-mappings wrote it
 -- In the journal store:
 local KEY_ENTRY = "entry:"            -- .. n: one entry (JSON)
 
@@ -64,6 +67,9 @@ local METHODS = { "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS" }
 -- the numbers of our own fields into plain ones.
 local MAPPING = { literals = true }
 local JOURNAL_BODY_MAX = 64 * 1024
+-- A proxied response's body is journaled (for recording) up to this, the
+-- most one entry of the journal's store holds.
+local JOURNAL_RESPONSE_MAX = 1024 * 1024
 local FILE_PIECE = 64 * 1024 -- files are sent in pieces this large
 local LIST_PIECE = 64 * 1024 -- and admin lists
 
@@ -293,7 +299,7 @@ local function facts_of_logged(r)
   for k, v in pairs(r.headers or {}) do headers[k:lower()] = v end
   f.header = function(name) return headers[name:lower()] end
   f.cookies = function() return r.cookies or {} end
-  f.body = function() return r.body or "" end
+  f.body = function() return model.logged_body(r) end
   return f
 end
 
@@ -365,27 +371,22 @@ local function now_ms()
   return floor(core.now() * 1000)
 end
 
--- A journal entry (WireMock's ServeEvent) for req. What can be derived
--- later (the body in base64, the stub's mapping) is, when the journal is
--- read: logging is on every request's path, reading is not.
-local function log_request(self, req, facts, stub, status)
-  local size = self.settings.journal_size
+-- A journal entry (WireMock's ServeEvent) for req, without its id. What
+-- can be derived later (the body in base64, the stub's mapping) is, when
+-- the journal is read: logging is on every request's path, reading is
+-- not. A proxied exchange also has the response the target gave
+-- (proxied: {base, status, headers, body}), which recording reads.
+local function journal_entry(req, facts, stub, status, proxied, whole)
   local body = facts.body()
-  local truncated = #body > JOURNAL_BODY_MAX
+  local truncated = not whole and #body > JOURNAL_BODY_MAX
   local query = {}
   for k, values in pairs(facts.query) do query[k] = { key = k, values = values } end
   local ms = now_ms()
-  -- The journal's sequence number makes the id: unique for the server's
-  -- life, and cheaper than a random UUID.
-  local n = state:incr(KEY_SEQ)
-  if n == nil then return end
   local entry = {
-    id = ("6a6f7572-6e61-4c00-8000-%012x"):format(n),
     request = {
       url = facts.url, absoluteUrl = "http://" .. (req:header("host") or "localhost") .. facts.url,
       method = facts.method, clientIp = req.remote_addr, headers = req:headers(),
-      cookies = facts.cookies(), body = truncated and body:sub(1, JOURNAL_BODY_MAX) or body,
-      bodyTruncated = truncated or nil,
+      cookies = facts.cookies(), bodyTruncated = truncated or nil,
       loggedDate = ms, loggedDateString = iso_date(ms), queryParams = query,
       browserProxyRequest = false,
     },
@@ -393,12 +394,37 @@ local function log_request(self, req, facts, stub, status)
     wasMatched = stub ~= nil,
     stubId = stub and stub.id,
   }
-  local text = json_encode(entry)
-  if not journal_store:set(KEY_ENTRY .. n, text) then
-    -- Larger than the journal's largest block: keep the entry, not its
-    -- headers and body.
-    entry.request.headers, entry.request.body, entry.request.bodyTruncated = {}, "", true
-    journal_store:set(KEY_ENTRY .. n, json_encode(entry))
+  model.put_body(entry.request, truncated and body:sub(1, JOURNAL_BODY_MAX) or body)
+  if proxied then
+    entry.responseDefinition.proxyBaseUrl = proxied.base
+    entry.response = { status = proxied.status, headers = proxied.headers }
+    if whole or #proxied.body <= JOURNAL_RESPONSE_MAX then
+      model.put_body(entry.response, proxied.body)
+    else
+      entry.response.bodyTruncated = true
+    end
+  end
+  return entry
+end
+
+local function log_request(self, req, facts, stub, status, proxied)
+  local size = self.settings.journal_size
+  local entry = journal_entry(req, facts, stub, status, proxied)
+  -- The journal's sequence number makes the id: unique for the server's
+  -- life, and cheaper than a random UUID.
+  local n = state:incr(KEY_SEQ)
+  if n == nil then return end
+  entry.id = ("6a6f7572-6e61-4c00-8000-%012x"):format(n)
+  if not journal_store:set(KEY_ENTRY .. n, json_encode(entry)) then
+    -- Larger than the journal's largest block: keep the entry, without
+    -- the response's body, then without the request's headers and body.
+    local r = entry.response
+    if r then r.body, r.bodyAsBase64, r.bodyTruncated = nil, nil, true end
+    if not (r and journal_store:set(KEY_ENTRY .. n, json_encode(entry))) then
+      local q = entry.request
+      q.headers, q.body, q.bodyAsBase64, q.bodyTruncated = {}, "", nil, true
+      journal_store:set(KEY_ENTRY .. n, json_encode(entry))
+    end
   end
   if n > size then
     journal_store:delete(KEY_ENTRY .. (n - size))
@@ -422,7 +448,9 @@ end
 
 -- A stored entry completed as WireMock shows it.
 local function complete(self, e)
-  e.request.bodyAsBase64 = model.base64_encode(e.request.body or "")
+  for _, r in ipairs({ e.request, e.response }) do
+    if r.body ~= nil then r.bodyAsBase64 = model.base64_encode(r.body) end
+  end
   local stub = e.stubId and find_stub(self, e.stubId)
   if stub then e.stubMapping = model.to_wiremock(stub) end
   e.stubId = nil
@@ -651,12 +679,17 @@ local HOP_BACK = {
   ["content-length"] = true, date = true, server = true,
 }
 
+local record_exchange
+
 -- Forwards the request to the stub's proxyBaseUrl (WireMock's proxying):
 -- the method, the URL (less proxyUrlPrefixToRemove), the headers (less
 -- removeProxyRequestHeaders, plus additionalProxyRequestHeaders) and the
 -- body; answers with the target's status, headers and body, or 502 with
--- the reason when it cannot be reached.
-local function proxy(self, r, req, res, facts)
+-- the reason when it cannot be reached. The exchange is journaled once it
+-- is over, with the target's response (what recording reads), and with
+-- --record-mappings recorded.
+local function proxy(self, stub, r, req, res, facts)
+  local journaled = self.settings.journal_size > 0
   local url = facts.url
   local prefix = r.proxy_url_prefix_to_remove
   if type(prefix) == "string" and prefix ~= "" and url:sub(1, #prefix) == prefix then
@@ -683,14 +716,47 @@ local function proxy(self, r, req, res, facts)
   })
   if not got then
     log("warn", ("mock: proxy to %s failed: %s"):format(tostring(r.proxy_base_url), err))
+    if journaled then log_request(self, req, facts, stub, 502) end
     res:status(502):header("Content-Type", "text/plain; charset=utf-8")
     return res:send("proxy to " .. tostring(r.proxy_base_url) .. " failed: " .. err .. "\n")
   end
   res:status(got.status)
+  local kept = {}
   for _, field in ipairs(got.headers:list()) do
-    if not HOP_BACK[lower(field[1])] then res:header(field[1], field[2]) end
+    local name, value = field[1], field[2]
+    if not HOP_BACK[lower(name)] then
+      res:header(name, value)
+      local seen = kept[name]
+      if seen == nil then kept[name] = value
+      elseif type(seen) == "table" then seen[#seen + 1] = value
+      else kept[name] = { seen, value } end
+    end
   end
+  local proxied = { base = tostring(r.proxy_base_url), status = got.status, headers = kept, body = got.body }
+  if journaled then log_request(self, req, facts, stub, got.status, proxied) end
+  if self.settings.record_mappings then record_exchange(self, req, facts, stub, proxied) end
   res:send(got.body)
+end
+
+-- --record-mappings: the first answer to each distinct request (method,
+-- URL, body) is written to DIR/mappings, its body to DIR/__files when
+-- bytes or over 10 KiB, as WireMock's recorder writes them; the reload
+-- that follows serves it. A request recorded before is not again.
+function record_exchange(self, req, facts, stub, proxied)
+  local spec = self.record_defaults
+  local mapping, key = record.mapping(journal_entry(req, facts, stub, proxied.status, proxied, true), spec)
+  local claim = KEY_RECORDED .. record.digest(key)
+  local ok, err = state:add(claim, true)
+  if not ok then
+    if err ~= "exists" then log("warn", "mock: --record-mappings: " .. err .. " in the mock's state store") end
+    return
+  end
+  ok, err = record.extract(mapping, spec, self.root)
+  if ok then ok, err = record.write(mapping, self.root) end
+  if not ok then
+    state:delete(claim)
+    log("warn", ("mock: --record-mappings: %s %s not recorded: %s"):format(facts.method, facts.url, err))
+  end
 end
 
 local function respond(self, stub, req, res, facts)
@@ -699,7 +765,7 @@ local function respond(self, stub, req, res, facts)
   local ms = delay_of(r)
   if ms > 0 then sleep(ms) end
   if r.fault ~= nil then return res:fault(r.fault) end
-  if r.proxy_base_url ~= nil then return proxy(self, r, req, res, facts) end
+  if r.proxy_base_url ~= nil then return proxy(self, stub, r, req, res, facts) end
   local ok, err = pcall(respond_with, self, stub, r, req, res, facts)
   if ok then return end
   if type(err) ~= "table" then error(err, 0) end
@@ -773,9 +839,10 @@ local function serve(self, req, res)
         .. "(--mock-state-size)"):format(stub.scenario_name, stub.new_scenario_state))
     end
   end
-  if self.settings.journal_size > 0 then
-    local status = type(stub.response) == "table" and (tonumber(stub.response.status) or 200) or 200
-    log_request(self, req, facts, stub, status)
+  local r = stub.response
+  -- A proxied exchange is journaled when it is over (proxy).
+  if self.settings.journal_size > 0 and not (type(r) == "table" and r.proxy_base_url ~= nil and r.fault == nil) then
+    log_request(self, req, facts, stub, type(r) == "table" and (tonumber(r.status) or 200) or 200)
   end
   return respond(self, stub, req, res, facts)
 end
@@ -1025,6 +1092,142 @@ local function reset_scenarios()
   delete_keys(state_keys(KEY_SCENARIO))
 end
 
+-- Recording -------------------------------------------------------------------
+
+-- The recorder's state: nil (never started), or {status = "Recording" or
+-- "Stopped", spec = the record spec as given (JSON text), first = the
+-- first journal entry it covers, proxy = the id of the proxy mapping it
+-- added}.
+local function recorder()
+  local text = state:get(KEY_RECORDING)
+  return text and json_decode(text)
+end
+
+-- The journal entries numbered first to last that are kept, oldest first;
+-- logs how many the journal no longer holds.
+local function entries_between(first, last)
+  local list, lost = {}, 0
+  for n = first, last do
+    local text = journal_store:get(KEY_ENTRY .. n)
+    local e = text and json_decode(text)
+    if e then list[#list + 1] = e else lost = lost + 1 end
+  end
+  if lost > 0 then
+    log("warn", ("mock: recording: %d requests are no longer in the journal "
+      .. "(--journal-size, --journal-memory) and are not recorded"):format(lost))
+  end
+  return list
+end
+
+local function test_logged(compiled, e)
+  return match.test(compiled, facts_of_logged(e.request)) == true
+end
+
+-- Makes stub mappings from entries as spec asks, adds them (and, with
+-- persist, writes them to the mock's directory), and answers with them
+-- ({"mappings": [...]}, or {"ids": [...]} for outputFormat IDS).
+local function take_recording(self, res, spec, entries)
+  local wanted = {}
+  for _, e in ipairs(entries) do
+    if record.wanted(e, spec, test_logged) then
+      if e.request.bodyTruncated or (e.response and e.response.bodyTruncated) then
+        log("warn", ("mock: recording: %s %s is not recorded: its body was too large to journal"):format(
+          e.request.method, e.request.url))
+      else
+        wanted[#wanted + 1] = e
+      end
+    end
+  end
+  local mappings, ids = record.mappings(wanted, spec), {}
+  for i, m in ipairs(mappings) do
+    local ok, err = record.extract(m, spec, self.root)
+    if not ok then return admin_error(res, 500, "Recording not written", err) end
+    record.clean(m)
+    local code
+    ok, code = put_mapping(m.id, m)
+    if not ok then
+      return code == 507 and no_room(res, "recorded mapping " .. m.id)
+        or admin_error(res, 500, "Recording not stored", tostring(code))
+    end
+    if spec.persist then
+      ok, err = record.write(m, self.root)
+      if not ok then return admin_error(res, 500, "Recording not written", err) end
+    end
+    ids[i] = m.id
+  end
+  if spec.ids_only then return send_json(res, 200, { ids = json.array(ids) }) end
+  send_json(res, 200, { mappings = json.array(mappings) })
+end
+
+-- WireMock's recorder: start (a proxy mapping to targetBaseUrl, and the
+-- journal's place), stop (mappings from what the journal took since),
+-- status, and snapshot (mappings from the whole journal).
+local function recording_routes(self, admin)
+  local function spec_of(req, res)
+    local text = req:body() or ""
+    local body, err = {}, nil
+    if text:find("%S") then
+      body, err = decode_body(req)
+      if body == nil then return nil, bad_request(res, err) end
+    end
+    local spec
+    spec, err = record.spec(body, function(p) return compile_pattern(self, p) end)
+    if spec == nil then return nil, admin_error(res, 422, "Invalid record spec", err) end
+    if self.settings.journal_size == 0 then
+      return nil, admin_error(res, 422, "Recording needs the journal",
+        "the mock records from its journal, which --journal-size 0 turns off")
+    end
+    return spec, body
+  end
+  admin("POST", "/recordings/start", function(req, res)
+    local spec, body = spec_of(req, res)
+    if spec == nil then return end
+    local rec = recorder()
+    if rec and rec.status == "Recording" then return send_json(res, 200, {}) end
+    rec = { status = "Recording", spec = json_encode(body), first = (state:get(KEY_SEQ) or 0) + 1 }
+    if spec.target then
+      rec.proxy = model.uuid()
+      local ok, code = put_mapping(rec.proxy, { id = rec.proxy, uuid = rec.proxy,
+        request = { method = "ANY" }, response = { proxyBaseUrl = spec.target } })
+      if not ok then return code == 507 and no_room(res, "the recording's proxy mapping")
+        or admin_error(res, 500, "Recording not started", tostring(code)) end
+    end
+    if not state:set(KEY_RECORDING, json_encode(rec)) then
+      if rec.proxy then
+        state:delete(KEY_MAPPING .. rec.proxy)
+        changed()
+      end
+      return no_room(res, "the recorder's state")
+    end
+    log("info", "mock: recording started" .. (spec.target and (" (proxying to " .. spec.target .. ")") or ""))
+    send_json(res, 200, {})
+  end)
+  admin("POST", "/recordings/stop", function(req, res)
+    local rec = recorder()
+    if rec == nil or rec.status ~= "Recording" then
+      return admin_error(res, 400, "Not currently recording.")
+    end
+    local last = state:get(KEY_SEQ) or 0
+    state:set(KEY_RECORDING, json_encode({ status = "Stopped" }))
+    if rec.proxy then
+      state:delete(KEY_MAPPING .. rec.proxy)
+      changed()
+    end
+    local spec = record.spec(json_decode(rec.spec, MAPPING), function(p) return compile_pattern(self, p) end)
+    spec.ids = nil -- filters.ids are for snapshots
+    take_recording(self, res, spec, entries_between(rec.first, last))
+  end)
+  admin("GET", "/recordings/status", function(req, res)
+    local rec = recorder()
+    send_json(res, 200, { status = rec and rec.status or "NeverStarted" })
+  end)
+  admin("POST", "/recordings/snapshot", function(req, res)
+    local spec = spec_of(req, res)
+    if spec == nil then return end
+    take_recording(self, res, spec, entries_between(state:get(KEY_JOURNAL_FIRST) or 1, state:get(KEY_SEQ) or 0))
+  end)
+end
+
 local function admin_routes(self)
   local function admin(method, path, handler)
     App.route(self, method, "/__admin" .. path, wrap(self, handler, true))
@@ -1172,6 +1375,7 @@ local function admin_routes(self)
     reset_scenarios()
     send_json(res, 200, {})
   end)
+  recording_routes(self, admin)
 end
 
 -- Apps ----------------------------------------------------------------------
@@ -1188,7 +1392,10 @@ function mock.app()
   self.admin_hosts = admin_hosts(self.settings)
   self.script_stubs = {}
   self.script_id = 0x6d6f636b -- "mock": ids of script stubs are the same in every worker
-  self.files_dir = (self.settings.dir or ".") .. "/__files"
+  -- Where bodyFileName is read and recordings are written.
+  self.root = self.settings.dir or "."
+  self.files_dir = self.root .. "/__files"
+  self.record_defaults = record.spec({})
   -- The counters exist from the start, so that moving them never needs
   -- room the state store might not have.
   for _, key in ipairs({ KEY_VERSION, KEY_MAPPING_SEQ, KEY_SEQ }) do state:add(key, 0) end
@@ -1209,6 +1416,7 @@ end
 function MockApp:load_dir(dir)
   local top, err = core.dir_list(dir)
   if top == nil then error("cannot load the mock directory " .. err, 0) end
+  self.root = dir
   self.files_dir = dir .. "/__files"
   self.serve_files = true
   core.track_file(dir .. "/")

@@ -258,9 +258,18 @@ local function explain_json(what)
   end
 end
 
--- Body matchers: the string ones, plus equalToJson and matchesJsonPath.
+-- Body matchers: the string ones, plus equalToJson, matchesJsonPath and
+-- binaryEqualTo.
 local function body_matcher(m)
   if type(m) ~= "table" then return nil, "a body pattern is a table" end
+  if m.binary_equal_to ~= nil then
+    local bytes = model.base64_decode(tostring(m.binary_equal_to))
+    if bytes == nil then return nil, "binaryEqualTo: not base64" end
+    return {
+      test = function(body) return body == bytes end,
+      explain = function() return "body is not the expected bytes", 1 end,
+    }
+  end
   if m.equal_to_json ~= nil then
     local expected = m.equal_to_json
     if type(expected) == "string" then

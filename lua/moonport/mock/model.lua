@@ -11,6 +11,7 @@
 -- @module moonport.mock.model
 
 local json = require("moonport.json")
+local crypto = require("moonport.core.crypto")
 local bit = require("bit")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
@@ -199,22 +200,16 @@ B64_INDEX[byte("_")] = 63
 
 --- Base64 of s.
 -- @usage model.base64_encode("user:pass")
-function model.base64_encode(s)
-  local out, n = {}, #s
-  for i = 1, n, 3 do
-    local a, b, c = byte(s, i, i + 2)
-    local v = bit.bor(bit.lshift(a, 16), bit.lshift(b or 0, 8), c or 0)
-    out[#out + 1] = char(
-      byte(B64, bit.rshift(v, 18) + 1), byte(B64, bit.band(bit.rshift(v, 12), 63) + 1),
-      b and byte(B64, bit.band(bit.rshift(v, 6), 63) + 1) or 61,
-      c and byte(B64, bit.band(v, 63) + 1) or 61)
-  end
-  return concat(out)
-end
+model.base64_encode = crypto.base64_encode
 
---- The bytes base64 text stands for, or nil when it is not base64.
+--- The bytes base64 text stands for (either alphabet, white space and
+-- padding allowed), or nil when it is not base64.
 -- @usage model.base64_decode("dXNlcjpwYXNz")
 function model.base64_decode(s)
+  if not s:find("[^%w+/=]") then
+    local bytes = crypto.base64_decode(s)
+    if bytes then return bytes end
+  end
   s = s:gsub("%s", ""):gsub("=+$", "")
   local out, acc, bits = {}, 0, 0
   for i = 1, #s do
@@ -229,6 +224,52 @@ function model.base64_decode(s)
     end
   end
   return concat(out)
+end
+
+-- Whether s is valid UTF-8 (what JSON text may hold): no overlong
+-- forms, surrogates or code points past U+10FFFF.
+function model.is_utf8(s)
+  if not s:find("[\128-\255]") then return true end
+  local i, n = 1, #s
+  while i <= n do
+    local c = byte(s, i)
+    if c < 0x80 then
+      i = i + 1
+    else
+      local len, lo, hi = 0, 0x80, 0xBF
+      if c >= 0xC2 and c <= 0xDF then len = 2
+      elseif c >= 0xE0 and c <= 0xEF then
+        len = 3
+        if c == 0xE0 then lo = 0xA0 elseif c == 0xED then hi = 0x9F end
+      elseif c >= 0xF0 and c <= 0xF4 then
+        len = 4
+        if c == 0xF0 then lo = 0x90 elseif c == 0xF4 then hi = 0x8F end
+      end
+      if len == 0 or i + len - 1 > n then return false end
+      local b = byte(s, i + 1)
+      if b < lo or b > hi then return false end
+      for k = i + 2, i + len - 1 do
+        b = byte(s, k)
+        if b < 0x80 or b > 0xBF then return false end
+      end
+      i = i + len
+    end
+  end
+  return true
+end
+
+--- Sets a journaled body on t: `body` when it is UTF-8 text, else
+-- `bodyAsBase64` (JSON text holds no other bytes).
+-- @usage model.put_body(entry.request, body)
+function model.put_body(t, body)
+  if model.is_utf8(body) then t.body = body else t.bodyAsBase64 = model.base64_encode(body) end
+end
+
+--- The bytes of a journaled body (model.put_body's), "" when none.
+-- @usage local body = model.logged_body(entry.request)
+function model.logged_body(t)
+  if t.body ~= nil then return t.body end
+  return t.bodyAsBase64 and model.base64_decode(t.bodyAsBase64) or ""
 end
 
 --- A random version 4 UUID.

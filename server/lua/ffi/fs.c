@@ -1,7 +1,8 @@
 /*
- * Files for Lua (see ../ffi.h): listing a directory and confining a name to
- * a root, for the mock library (lua/moonport/core/fs.lua), which reads
- * mapping files and serves __files. Confinement is decided on resolved
+ * Files for Lua (see ../ffi.h): listing and making a directory and
+ * confining a name to a root, for the mock library
+ * (lua/moonport/core/fs.lua), which reads mapping files, serves __files and
+ * writes what it records. Confinement is decided on resolved
  * paths, so neither ".." nor a symbolic link leads a request-built name
  * out of its root. Listings go through the scratch buffer.
  */
@@ -50,6 +51,14 @@ int mp_dir_list(const char *path, const char **out, size_t *len) {
   *out = buf != NULL ? buf : "";
   *len = used;
   return count;
+}
+
+int mp_dir_make(const char *path) {
+  if (mkdir(path, 0777) == 0) return 0;
+  int err = errno;
+  struct stat st;
+  if (err == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+  return -err;
 }
 
 /* Whether a relative name climbs above its directory by its ".." parts

@@ -17,5 +17,6 @@ int mp_mock_settings(mp_mock_config *out) {
   out->admin_cors = cfg->admin_cors;
   out->journal_size = (int)cfg->journal_size;
   out->proxy_all = cfg->proxy_all;
+  out->record_mappings = cfg->record_mappings;
   return 0;
 }
