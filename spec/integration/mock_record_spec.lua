@@ -7,9 +7,8 @@ local helpers = require("spec.helpers")
 local process = require("spec.support.process")
 local cjson = require("cjson")
 
-local BYTES = {}
-for i = 0, 255 do BYTES[#BYTES + 1] = string.char(i) end
-BYTES = table.concat(BYTES)
+local recording = require("spec.support.recording")
+local BYTES, SESSION, play = recording.BYTES, recording.SESSION, recording.play
 
 local function files(dir)
   local list = {}
@@ -29,35 +28,6 @@ end
 local function get(port, path)
   local status, headers, body = helpers.request(port, "GET", path)
   return status, body, headers
-end
-
--- What the session below asks, and how each answer is compared.
-local SESSION = {
-  { "GET", "/echo?a=1" },
-  { "POST", "/echo", '{"x":[1,2]}', { ["Content-Type"] = "application/json" } },
-  { "PUT", "/echo", "\0\255\1", { ["Content-Type"] = "application/octet-stream" } },
-  { "GET", "/big/20000" },
-  { "GET", "/bytes" },
-  { "GET", "/status/404" },
-  { "GET", "/counter" },
-  { "GET", "/counter" },
-}
-
-local function play(port, answers)
-  local got = {}
-  for i, r in ipairs(SESSION) do
-    local status, headers, body = helpers.request(port, r[1], r[2], r[4], r[3])
-    got[i] = { status = status, body = body, type = headers["content-type"] }
-  end
-  if answers then
-    for i, want in ipairs(answers) do
-      local name = SESSION[i][1] .. " " .. SESSION[i][2]
-      assert.equal(want.status, got[i].status, name)
-      assert.is_true(want.body == got[i].body, name)
-      assert.equal(want.type, got[i].type, name)
-    end
-  end
-  return got
 end
 
 describe("mock recording", function()
