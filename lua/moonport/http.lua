@@ -344,7 +344,15 @@ local function ms(v, name, default)
   return v
 end
 
+-- Whether x failed before any byte of its answer on a connection from
+-- the pool: the server may have closed it just as the request went out
+-- (it had timed the connection out), and a fresh connection may do.
+local function stale(x, err)
+  return x.reused and #x.buf == 0 and err ~= "timeout"
+end
+
 -- One request and its response: body is what to send (nil for none).
+-- Returns the response, or nil, an error and whether it failed stale.
 local function exchange_once(opts, method, url, body)
   local scheme, host, port, target = parse_url(url)
   if not scheme then return nil, host end
@@ -371,6 +379,7 @@ local function exchange_once(opts, method, url, body)
   local ok, err = sock:connect(host, port, { pool = pool, pool_size = x.keepalive_pool })
   if not ok then return nil, err end
   x.sock = sock
+  x.reused = sock:getreusedtimes() > 0
   if scheme == "https" then
     ok, err = sock:sslhandshake(false, opts.server_name or host, verify)
     if not ok then return fail(x, err) end
@@ -410,7 +419,10 @@ local function exchange_once(opts, method, url, body)
   if left <= 0 then return fail(x, "timeout") end
   sock:settimeouts(x.connect_timeout, left < x.send_timeout and left or x.send_timeout, x.read_timeout)
   ok, err = sock:send(head)
-  if not ok then return fail(x, err) end
+  if not ok then
+    fail(x, err)
+    return nil, err, stale(x, err)
+  end
   if chunked then
     ok, err = send_chunked(sock, body)
     if not ok then return fail(x, err) end
@@ -427,7 +439,7 @@ local function exchange_once(opts, method, url, body)
   C.mp_httpc_start(x.parser, method == "HEAD" and 1 or 0)
   local res = setmetatable({ _x = x }, Response)
   ok, err = read_head(x, res)
-  if not ok then return nil, err end
+  if not ok then return nil, err, stale(x, err) end
   if opts.body_stream or opts.stream then return res end
   local pieces = {}
   while true do
@@ -449,6 +461,11 @@ local function exchange_once(opts, method, url, body)
   end
   return res
 end
+
+-- Methods a request may be sent again with (RFC 9110, 9.2.2).
+local IDEMPOTENT = { GET = true, HEAD = true, PUT = true, DELETE = true, OPTIONS = true, TRACE = true }
+-- How many times such a request is sent again after a stale failure.
+local STALE_RETRIES = 2
 
 local REDIRECTS = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
 
@@ -487,7 +504,15 @@ function http.request(opts)
   if opts.json ~= nil then body = json.encode(opts.json) end
   local redirects = opts.follow_redirects or 0
   while true do
-    local res, err = exchange_once(opts, method, url, body)
+    local res, err, failed_stale = exchange_once(opts, method, url, body)
+    -- An idempotent request whose pooled connection was closed under it
+    -- goes again (a body from an iterator cannot be sent twice).
+    local retries = 0
+    while not res and failed_stale and IDEMPOTENT[method] and type(body) ~= "function"
+      and retries < STALE_RETRIES do
+      retries = retries + 1
+      res, err, failed_stale = exchange_once(opts, method, url, body)
+    end
     if not res then return nil, err end
     local location = res.headers.location
     if redirects > 0 and REDIRECTS[res.status] and location then

@@ -191,6 +191,18 @@ describe("moonport.http", function()
     end
   end)
 
+  it("sends an idempotent request again when its pooled connection closes under it", function()
+    local url = "http://127.0.0.1:" .. raw_port .. "/keep-then-drop"
+    local status, _, body = helpers.request(client.port, "GET", "/twice?url=" .. url)
+    assert.equal(200, status, body)
+    assert.equal("kept,kept", body)
+    -- A POST may have been acted on: the failure is the caller's to judge.
+    -- (Its first request may already take the connection the GET left.)
+    status, _, body = helpers.request(client.port, "GET", "/twice?method=POST&body=b&url=" .. url)
+    assert.equal(502, status)
+    assert.truthy(body:match("^request [12]: closed before the response head$"), body)
+  end)
+
   it("inflates gzip bodies when asked, and only then", function()
     local base = "/fetch?url=http://127.0.0.1:" .. raw_port
     local _, r = call(base .. "/gzip&gzip=yes")

@@ -6,7 +6,10 @@ of moonport.http's response parsing: responses no real server sends
     raw_http.py PORT
 
 Each connection's request path picks the answer: /NAME sends ANSWERS[NAME]
-and then closes the connection (after a pause of ~0.2 s for "stall").
+and then closes the connection, except /keep-then-drop, which answers a
+keep-alive response and then closes the connection when the next request
+on it arrives, without answering it: a server that timed the connection
+out just as the client reused it.
 """
 
 import gzip
@@ -31,16 +34,30 @@ ANSWERS["gzip"] = (b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length
                    + str(len(_GZ)).encode() + b"\r\n\r\n" + _GZ)
 
 
+KEPT = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nkept"
+
+
+def read_head(conn):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = conn.recv(4096)
+        if not more:
+            return None
+        data += more
+    return data
+
+
 def serve(conn):
     with conn:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            more = conn.recv(4096)
-            if not more:
-                return
-            data += more
-        path = data.split(b" ", 2)[1].decode()
-        conn.sendall(ANSWERS.get(path.strip("/"), ANSWERS["ok"]))
+        data = read_head(conn)
+        if data is None:
+            return
+        path = data.split(b" ", 2)[1].decode().strip("/")
+        if path == "keep-then-drop":
+            conn.sendall(KEPT)
+            read_head(conn)
+            return
+        conn.sendall(ANSWERS.get(path, ANSWERS["ok"]))
 
 
 def main():
