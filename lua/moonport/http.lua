@@ -6,7 +6,9 @@
 --     local user = res:json()
 --
 -- How it works. A request takes a connection from the keep-alive pool of
--- its origin (scheme, host, port and TLS settings), sends the head and the
+-- its origin (scheme, host, port, TLS settings and the proxy, if any: a
+-- proxy gets http requests in absolute form and a CONNECT tunnel for
+-- https ones), sends the head and the
 -- body (Content-Length for a string or a table of strings, chunked for an
 -- iterator), and reads the answer through server/http/h1resp.c (llhttp in
 -- response mode, as strict as the server side: obs-fold, bare CR, NUL and
@@ -21,6 +23,7 @@ local ffi = require("ffi")
 local buffer = require("string.buffer")
 local socket = require("moonport.core.socket")
 local json = require("moonport.json")
+local crypto = require("moonport.core.crypto")
 local C = require("moonport.core.httpc")
 
 local type, tostring, tonumber, error, setmetatable, rawget, pairs, ipairs =
@@ -78,6 +81,27 @@ local function parse_url(url)
   return scheme, host, port, target
 end
 http.parse_url = parse_url
+
+-- The forward proxy opts.proxy names: its host, port and the
+-- Proxy-Authorization to send (opts.proxy_authorization, else Basic from
+-- the URL's user:password); nil and an error for anything but http://.
+local function proxy_of(opts)
+  local scheme, host, port = parse_url(opts.proxy)
+  if scheme ~= "http" then return nil, "proxy must be an http:// URL" end
+  local auth = opts.proxy_authorization
+  local userinfo = match(opts.proxy, "^%a[%w+.-]*://([^/?#]*)@")
+  if auth == nil and userinfo then
+    userinfo = gsub(userinfo, "%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)
+    auth = "Basic " .. crypto.base64_encode(userinfo)
+  end
+  if auth ~= nil and find(auth, "[%z\r\n]") then return nil, "bad proxy_authorization" end
+  return host, port, auth
+end
+
+-- host:port as a request target or Host field writes it.
+local function authority(host, port)
+  return (find(host, ":", 1, true) and "[" .. host .. "]" or host) .. ":" .. port
+end
 
 local function escape(s)
   return (gsub(tostring(s), "[^%w%-%._~]", function(c) return format("%%%02X", c:byte()) end))
@@ -351,6 +375,29 @@ local function stale(x, err)
   return x.reused and #x.buf == 0 and err ~= "timeout"
 end
 
+-- Asks the proxy on x.sock for a tunnel to host:port (CONNECT); true once
+-- it answers 2xx, else nil and an error naming its answer.
+local function tunnel(x, host, port, auth)
+  local target = authority(host, port)
+  local ok, err = x.sock:send({ "CONNECT ", target, " HTTP/1.1\r\nHost: ", target, "\r\n",
+    auth and "Proxy-Authorization: " .. auth .. "\r\n" or "", "\r\n" })
+  if not ok then return nil, err end
+  local line
+  line, err = x.sock:receive("*l")
+  if not line then return nil, err == "closed" and "proxy closed the connection" or err end
+  local status = tonumber(match(line, "^HTTP/1%.%d (%d%d%d)"))
+  if not status then return nil, "proxy answered CONNECT with no HTTP status" end
+  repeat -- the rest of the head, which a 2xx to CONNECT ends with
+    local field
+    field, err = x.sock:receive("*l")
+    if not field then return nil, err end
+  until field == ""
+  if status < 200 or status > 299 then
+    return nil, "proxy refused CONNECT: " .. gsub(line, "^HTTP/1%.%d ", "")
+  end
+  return true
+end
+
 -- One request and its response: body is what to send (nil for none).
 -- Returns the response, or nil, an error and whether it failed stale.
 local function exchange_once(opts, method, url, body)
@@ -372,17 +419,34 @@ local function exchange_once(opts, method, url, body)
     buf = buffer.new(), pos = 0, got = 0,
   }, Exchange)
   local verify = opts.tls_verify ~= false
+  local phost, pport, pauth
+  if opts.proxy ~= nil then
+    phost, pport, pauth = proxy_of(opts)
+    if not phost then return nil, pport end
+  end
   local sock = socket.tcp()
   if x.connect_timeout > timeout then x.connect_timeout = timeout end
   sock:settimeouts(x.connect_timeout, x.send_timeout, x.read_timeout)
-  local pool = format("%s://%s:%d%s", scheme, host, port, scheme == "https" and (verify and "" or "#noverify") or "")
-  local ok, err = sock:connect(host, port, { pool = pool, pool_size = x.keepalive_pool })
+  -- A pool per origin and TLS settings, and per proxy: through one, a
+  -- connection is the proxy's (http) or a tunnel to the origin (https).
+  local pool = format("%s://%s:%d%s%s", scheme, host, port,
+    scheme == "https" and (verify and "" or "#noverify") or "",
+    phost and ("@" .. authority(phost, pport) .. (pauth and "#" .. pauth or "")) or "")
+  local ok, err = sock:connect(phost or host, pport or port, { pool = pool, pool_size = x.keepalive_pool })
   if not ok then return nil, err end
   x.sock = sock
   x.reused = sock:getreusedtimes() > 0
   if scheme == "https" then
+    if phost and not x.reused then
+      ok, err = tunnel(x, host, port, pauth)
+      if not ok then return fail(x, err) end
+    end
     ok, err = sock:sslhandshake(false, opts.server_name or host, verify)
     if not ok then return fail(x, err) end
+  elseif phost then
+    -- Through a proxy, the target names the origin (absolute form).
+    target = "http://" .. (port == 80 and (find(host, ":", 1, true) and "[" .. host .. "]" or host)
+      or authority(host, port)) .. target
   end
 
   -- The head.
@@ -396,6 +460,9 @@ local function exchange_once(opts, method, url, body)
     head[#head + 1] = "Host: " .. h .. (default and "" or ":" .. port) .. "\r\n"
   end
   if not seen["user-agent"] then head[#head + 1] = "User-Agent: moonport\r\n" end
+  if pauth and scheme == "http" and not seen["proxy-authorization"] then
+    head[#head + 1] = "Proxy-Authorization: " .. pauth .. "\r\n"
+  end
   if opts.gzip and not seen["accept-encoding"] then
     head[#head + 1] = "Accept-Encoding: gzip\r\n"
   end
@@ -491,7 +558,9 @@ end
 -- max_body_size (default 64 MiB), follow_redirects (how many, default
 -- 0), stream (true: the body is not read; res:read and res:chunks give
 -- it), keepalive_timeout and keepalive_pool (the pool's idle time in ms
--- and size). Returns the response ({status, reason, headers, body}), or
+-- and size), proxy (an http:// forward proxy, user:password@ for Basic
+-- authentication) and proxy_authorization. An idempotent request whose
+-- pooled connection was closed as it went out is sent again. Returns the response ({status, reason, headers, body}), or
 -- nil and an error ("timeout", "closed", "connection refused", a TLS or
 -- parse error).
 -- @usage local res, err = http.request({ method = "POST", url = u, json = { a = 1 } })

@@ -1,8 +1,9 @@
 -- moonport.http against real servers on loopback: a second moonport as the
 -- upstream (spec/fixtures/http_upstream.lua, with --stats to count its
 -- accepts), a raw server for responses no real server sends
--- (spec/support/raw_http.py), and openssl s_server -www for TLS with a
--- certificate made for the test.
+-- (spec/support/raw_http.py), openssl s_server -www for TLS with a
+-- certificate made for the test, and tinyproxy as a forward proxy (with
+-- Basic authentication, CONNECT allowed to the TLS server's port only).
 local helpers = require("spec.helpers")
 local support = require("spec.support.server")
 local process = require("spec.support.process")
@@ -23,6 +24,17 @@ local tls = support.program(function()
   return { "openssl", "s_server", "-accept", "127.0.0.1:" .. tls_port, "-cert", cert,
            "-key", key, "-www", "-quiet" }
 end, function(p) process.wait_port(tls_port, 10, p) end)
+
+local proxy_port
+local proxy = support.program(function()
+  proxy_port = process.free_port()
+  local conf = dir .. "/tinyproxy.conf"
+  local f = assert(io.open(conf, "w"))
+  f:write(("Port %d\nListen 127.0.0.1\nTimeout 30\nAllow 127.0.0.1\nLogLevel Connect\n"
+    .. "BasicAuth user s3cret\nConnectPort %d\n"):format(proxy_port, tls_port))
+  f:close()
+  return { "tinyproxy", "-d", "-c", conf }
+end, function(p) process.wait_port(proxy_port, 10, p) end)
 
 describe("moonport.http", function()
   local upstream, client
@@ -237,5 +249,29 @@ describe("moonport.http", function()
     assert.equal(200, ok, answer.error)
     assert.equal(200, answer.status)
     assert.is_truthy(answer.body:find("s_server", 1, true), answer.body)
+  end)
+
+  it("goes through a forward proxy: the absolute target for http, a CONNECT tunnel for https", function()
+    local via = "http://user:s3cret@127.0.0.1:" .. proxy_port
+    local target = "http://127.0.0.1:" .. upstream.port .. "/echo?through=proxy"
+    local r, e = echoed("/fetch?proxy=" .. via .. "&url=" .. target)
+    assert.equal(200, r.status)
+    assert.equal("through=proxy", e.query)
+    assert.is_truthy(tostring(e.headers.via):find("tinyproxy", 1, true), tostring(e.headers.via))
+    assert.is_nil(e.headers["proxy-authorization"])
+    local status, t = call("/fetch?verify=no&proxy=" .. via .. "&url=https://127.0.0.1:" .. tls_port .. "/")
+    assert.equal(200, status, t.error)
+    assert.is_truthy(t.body:find("s_server", 1, true), t.body)
+    assert.is_truthy(proxy:output():find("CONNECT 127.0.0.1:" .. tls_port, 1, true), proxy:output())
+    -- Without the password the proxy answers 407; a CONNECT it does not
+    -- allow is refused, naming its answer.
+    _, r = call("/fetch?proxy=http://127.0.0.1:" .. proxy_port .. "&url=" .. target)
+    assert.equal(407, r.status)
+    status, t = call("/fetch?proxy=" .. via .. "&url=https://127.0.0.1:" .. raw_port .. "/")
+    assert.equal(502, status)
+    assert.is_truthy(t.error:find("proxy refused CONNECT: 403", 1, true), t.error)
+    status, t = call("/fetch?proxy=socks5://127.0.0.1:1&url=" .. target)
+    assert.equal(502, status)
+    assert.equal("proxy must be an http:// URL", t.error)
   end)
 end)
