@@ -507,7 +507,7 @@ local function exchange_once(opts, method, url, body)
   local res = setmetatable({ _x = x }, Response)
   ok, err = read_head(x, res)
   if not ok then return nil, err, stale(x, err) end
-  if opts.body_stream or opts.stream then return res end
+  if opts.stream or opts.body == false then return res end
   local pieces = {}
   while true do
     local piece, perr = next_piece(x)
@@ -556,8 +556,8 @@ end
 -- connect_timeout, send_timeout, read_timeout (ms each, default timeout),
 -- tls_verify (default true), server_name (SNI, default the host),
 -- max_body_size (default 64 MiB), follow_redirects (how many, default
--- 0), stream (true: the body is not read; res:read and res:chunks give
--- it), keepalive_timeout and keepalive_pool (the pool's idle time in ms
+-- 0), stream (true, or body = false: the answer's body is not read;
+-- res:read and res:chunks give it), keepalive_timeout and keepalive_pool (the pool's idle time in ms
 -- and size), proxy (an http:// forward proxy, user:password@ for Basic
 -- authentication) and proxy_authorization. An idempotent request whose
 -- pooled connection was closed as it went out is sent again. Returns the response ({status, reason, headers, body}), or
@@ -570,6 +570,7 @@ function http.request(opts)
   if find(method, "[^%u%-_]") then error("moonport.http.request: bad method " .. method, 2) end
   local url = opts.url
   local body = opts.body
+  if body == false then body = nil end -- body = false: stream the answer's
   if opts.json ~= nil then body = json.encode(opts.json) end
   local redirects = opts.follow_redirects or 0
   while true do

@@ -99,10 +99,12 @@ describe("moonport.http", function()
   end)
 
   it("streams a body in pieces", function()
-    local status, r = call("/stream/100000")
-    assert.equal(200, status)
-    assert.equal(100000, r.total)
-    assert.is_true(r.pieces >= 100)
+    for _, how in ipairs({ "stream", "body-false" }) do
+      local status, r = call("/stream/100000?how=" .. how)
+      assert.equal(200, status, how)
+      assert.equal(100000, r.total, how)
+      assert.is_true(r.pieces >= 100, how)
+    end
   end)
 
   it("reuses its pooled connection for requests one after another", function()
