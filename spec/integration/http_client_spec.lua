@@ -197,7 +197,7 @@ describe("moonport.http", function()
     for path, why in pairs({
       ["/obs-fold"] = "obsolete line folding", ["/bare-cr"] = "bare CR",
       ["/two-lengths"] = "Content-Length", ["/cut-body"] = "closed",
-      ["/cut-chunked"] = "closed",
+      ["/cut-chunked"] = "closed", ["/reset-body"] = "reset",
     }) do
       local status, r = call(base .. path)
       assert.equal(502, status, path)

@@ -9,11 +9,13 @@ Each connection's request path picks the answer: /NAME sends ANSWERS[NAME]
 and then closes the connection, except /keep-then-drop, which answers a
 keep-alive response and then closes the connection when the next request
 on it arrives, without answering it: a server that timed the connection
-out just as the client reused it.
+out just as the client reused it; and /reset-body, which sends part of a
+body and then resets the connection (RST, not FIN).
 """
 
 import gzip
 import socket
+import struct
 import sys
 import threading
 
@@ -56,6 +58,10 @@ def serve(conn):
         if path == "keep-then-drop":
             conn.sendall(KEPT)
             read_head(conn)
+            return
+        if path == "reset-body":
+            conn.sendall(ANSWERS["cut-body"])
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             return
         conn.sendall(ANSWERS.get(path, ANSWERS["ok"]))
 
