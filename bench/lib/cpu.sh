@@ -41,6 +41,26 @@ tree_ticks() {
   echo "$total"
 }
 
+# trees_ticks PID...: for each PID, the user + system ticks of it and its
+# descendants so far, on one line; one pass over /proc (PostgreSQL has a
+# process per connection: FastAPI's pool makes over a hundred).
+trees_ticks() {
+  cat /proc/[0-9]*/stat 2>/dev/null | awk -v roots="$*" '
+    {
+      pid = $1; rest = $0
+      sub(/^.*\) /, "", rest) # after the command name, which may hold spaces
+      split(rest, f, " ")
+      parent[pid] = f[2]; ticks[pid] = f[12] + f[13]
+    }
+    END {
+      n = split(roots, r, " ")
+      for (pid in ticks)
+        for (p = pid; p != "" && p != 0; p = parent[p])
+          for (i = 1; i <= n; i++) if (p == r[i]) sum[i] += ticks[pid]
+      for (i = 1; i <= n; i++) printf "%d%s", sum[i], (i < n ? " " : "\n")
+    }'
+}
+
 # times_ticks "USERmS.SSSs SYSmS.SSSs": bash's `times` children line in ticks.
 times_ticks() {
   awk -v hz="$CLK_TCK" '{

@@ -41,13 +41,16 @@ route_path() {
   esac
 }
 
-# nginx_prefix INSTANCE PORT: a private nginx prefix with the instance's
-# configuration for PORT; prints its path. /etc/nginx is never read.
+# nginx_prefix INSTANCE PORT [CONF [KEY=VALUE...]]: a private nginx prefix
+# with CONF (default bench/peers/INSTANCE.conf) for PORT, its @PREFIX@ and
+# @PORT@ filled in, and each @KEY@ given; prints its path. /etc/nginx is
+# never read.
 nginx_prefix() {
-  local prefix=$WORK/$1-$2
+  local prefix=$WORK/$1-$2 conf=${3:-$BENCH_DIR/peers/$1.conf} kv subst
+  subst=(-e "s|@PREFIX@|$prefix|g" -e "s|@PORT@|$2|g")
+  for kv in "${@:4}"; do subst+=(-e "s|@${kv%%=*}@|${kv#*=}|g"); done
   mkdir -p "$prefix/tmp"
-  sed -e "s|@PREFIX@|$prefix|g" -e "s|@PORT@|$2|g" \
-    "$BENCH_DIR/peers/$1.conf" >"$prefix/nginx.conf"
+  sed "${subst[@]}" "$conf" >"$prefix/nginx.conf"
   echo "$prefix"
 }
 

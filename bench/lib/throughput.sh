@@ -53,7 +53,7 @@ result_field() {
 }
 
 # measure_round SCENARIO ROUND POSITION SERVER: one measured wrk run against
-# SERVER; appends its CSV row and prints its requests per second.
+# SERVER; appends its CSV row and prints its requests per second (whole).
 measure_round() {
   local name=$1 round=$2 position=$3 server=$4 route conns depth inst pid line
   local t0 t1 c0 c1 s0 s1 seconds rps key fields shares
@@ -80,31 +80,39 @@ measure_round() {
     "$c0" "$c1" $((s1 - s0)) "$(result_field "$line" wrk_ticks)")"
   fields+=("${shares[@]}")
   (IFS=,; echo "${fields[*]}") >>"$CSV"
-  echo "$rps"
+  echo "${rps%.*}"
 }
 
 # run_scenario NAME: a warm-up run per server, then ROUNDS interleaved
 # rounds; appends one CSV row per server and round to $CSV.
 run_scenario() {
-  local name=$1 route conns depth servers n r k server inst rps summary
+  local name=$1 route conns depth server inst
   read -r route conns depth <<<"$(scenario_spec "$name")"
-  servers=("${SERVERS[@]}")
-  n=${#servers[@]}
   log "scenario $name: GET $(route_path "$route"), $conns connections, $depth per write;" \
     "$ROUNDS rounds of ${DURATION} s after a ${WARMUP} s warm-up"
 
-  for server in "${servers[@]}"; do
+  for server in "${SERVERS[@]}"; do
     inst=$(instance_of "$server" "$route")
     run_wrk "${INSTANCE_PORT[$inst]}" "$(route_path "$route")" "$conns" "$depth" "$WARMUP" \
       >/dev/null || die "wrk failed warming up $server in $name (output above)"
   done
+  interleave "$name" measure_round "${SERVERS[@]}"
+}
 
+# interleave SCENARIO MEASURE SERVER...: ROUNDS rounds, each running
+# `MEASURE SCENARIO ROUND POSITION SERVER` once per server, the first
+# server rotating from round to round; logs each round: every server with
+# what MEASURE printed.
+interleave() {
+  local scenario=$1 measure=$2 n r k server summary
+  shift 2
+  local servers=("$@")
+  n=${#servers[@]}
   for ((r = 1; r <= ROUNDS; r++)); do
     summary=""
     for ((k = 0; k < n; k++)); do
       server=${servers[$(((k + r - 1) % n))]}
-      rps=$(measure_round "$name" "$r" $((k + 1)) "$server")
-      summary+="${summary:+, }$server ${rps%.*}"
+      summary+="${summary:+, }$server $("$measure" "$scenario" "$r" $((k + 1)) "$server")"
     done
     log "  round $r/$ROUNDS: $summary"
   done
