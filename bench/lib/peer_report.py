@@ -1,5 +1,5 @@
 """What the peer benchmarks' helper scripts (bench/redis/redis.py,
-bench/tfb/tfb.py) share: one GET, moonport's per-route allocation figures
+bench/tfb/tfb.py, bench/http/http.py) share: one GET, moonport's per-route allocation figures
 around a load run, the small pieces of their reports, and their command
 line."""
 
@@ -84,6 +84,101 @@ def star(by, scenario, server):
     rs = sorted(by[(scenario, server)], key=lambda r: float(r["rps"]))
     mid = [rs[(len(rs) - 1) // 2], rs[len(rs) // 2]]
     return "\\*" if any(float(r["wrk_core_busy_pct"]) >= 95 for r in mid) else ""
+
+
+def errors(by, scenario, server):
+    """wrk's socket errors and non-2xx answers over a scenario's runs of a
+    server (0 when it has none)."""
+    return sum(int(r[k]) for r in by.get((scenario, server), [])
+               for k in ("errors_connect", "errors_read", "errors_write",
+                         "errors_status", "errors_timeout"))
+
+
+def every_round(by, scenarios, servers, label, digits):
+    """The line that lists every round's requests per second and server CPU
+    µs per request (with digits decimals), by scenario and server."""
+    return "Every round, requests per second and server CPU µs per request: " + "; ".join(
+        f"{s} {label[v]}: " + ", ".join(
+            f"{float(r['rps']):,.0f} ({float(r['server_cpu_us_per_request']):.{digits}f})"
+            for r in by[(s, v)])
+        for s in scenarios for v in servers if (s, v) in by) + "."
+
+
+def detail_table(by, scenario, heading, servers, label, mark, columns):
+    """A scenario's subsection: "### heading", then a Markdown row per
+    server that ran it: its label, its median requests per second (then
+    mark(server)) and their range, the median of each (title, key,
+    divisor, decimals) of columns, divided and with that many decimals, and
+    its errors."""
+    lines = ["", f"### {heading}", "",
+             "| server | median req/s | min - max req/s | "
+             + " | ".join(c[0] for c in columns) + " | errors |",
+             "| --- | ---: | ---: | " + " | ".join("---:" for _ in columns) + " | ---: |"]
+    for v in servers:
+        if (scenario, v) not in by:
+            continue
+        rps = [float(r["rps"]) for r in by[(scenario, v)]]
+        cells = [label[v], f"{fmt_int(statistics.median(rps))}{mark(v)}",
+                 f"{fmt_int(min(rps))} - {fmt_int(max(rps))}"]
+        cells += [f"{median_of(by, scenario, v, key) / divisor:.{digits}f}"
+                  for _, key, divisor, digits in columns]
+        cells.append(str(errors(by, scenario, v)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def pools(upstream, scenarios, servers, label):
+    """The connections to the upstream each server held, by scenario:
+    "get: moonport 32, OpenResty 32; pipeline: ..." (scenarios without any
+    left out)."""
+    return "; ".join(f"{sc}: " + ", ".join(f"{label[sv]} {upstream[(sc, sv)]}" for sv in servers
+                                          if (sc, sv) in upstream)
+                     for sc in scenarios if any((sc, sv) in upstream for sv in servers))
+
+
+def alloc_section(work, meta, lua, c="", budget="", budgets=None):
+    """The "Bytes allocated per request" subsection from DIR/alloc.txt
+    (none without it): what the figures are, lua saying what the request's
+    Lua code allocated and c what more the C bytes hold, the budget's
+    sentence, and the table (alloc_table with budgets)."""
+    allocated = alloc_lines(os.path.join(work, "alloc.txt"))
+    if not allocated:
+        return []
+    return ["", "### Bytes allocated per request", "",
+            "moonport's own counters (`--stats`): the mean over a wrk run of "
+            f"{meta['duration']} s ({meta.get('connections', 32)} connections) after a warm-up "
+            f"run, on a moonport of its own. Lua bytes are what the request's Lua code allocated "
+            f"({lua}); C bytes what the core malloc'ed on its behalf{c} (the mallocs column "
+            "counts the worker's malloc calls during the run, the stats requests' own included)."
+            + (" " + budget if budget else ""), ""] + alloc_table(allocated, budgets)
+
+
+def finish(lines, out_path, by, scenarios, servers, label, digits, csv_link):
+    """Ends a report with every round's figures (every_round) and a link to
+    the raw CSV, and writes it to out_path."""
+    lines += ["", every_round(by, scenarios, servers, label, digits)
+              + f" Raw figures: {csv_link}.", ""]
+    with open(out_path, "w") as f:
+        f.write("\n".join(lines))
+    return 0
+
+
+def alloc_table(allocated, budgets=None):
+    """The Markdown table of alloc_lines' figures; with budgets (route ->
+    text), a budget column ("-" for a route without one)."""
+    head = "| route | Lua bytes | C bytes | mallocs in the worker meanwhile | requests |"
+    rule = "| --- | ---: | ---: | ---: | ---: |"
+    if budgets is not None:
+        head += " budget (Lua, C) |"
+        rule += " ---: |"
+    rows = [head, rule]
+    for route, kv in allocated:
+        row = (f"| `{route}` | {float(kv['lua']):,.1f} | {float(kv['c']):,.1f} | "
+               f"{fmt_int(int(kv['mallocs']))} | {fmt_int(int(kv['requests']))} |")
+        if budgets is not None:
+            row += f" {budgets.get(route, '-')} |"
+        rows.append(row)
+    return rows
 
 
 def alloc_lines(path):

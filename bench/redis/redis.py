@@ -18,12 +18,11 @@
       DIR/chart.dat."""
 
 import os
-import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from peer_report import (alloc_lines, fmt_int, get, main, median_of, read_runs,  # noqa: E402
-                         read_tsv, star as peer_star)
+from peer_report import (alloc_section, detail_table, finish, fmt_int, get, main,  # noqa: E402
+                         median_of, pools, read_runs, read_tsv, star as peer_star)
 
 SCENARIOS = {
     "get": "one GET per request",
@@ -36,6 +35,13 @@ TARGET_RPS = 1.2
 TARGET_CPU = 0.8
 # The budget spec/integration/alloc_spec.lua holds GET /get to.
 LUA_BUDGET = 1024
+# The per-server table's columns after the requests per second: (title,
+# CSV key, divisor, decimals).
+DETAIL = [("p50 ms", "p50_us", 1000, 3), ("p99 ms", "p99_us", 1000, 3),
+          ("server CPU µs/req", "server_cpu_us_per_request", 1, 2),
+          ("Redis CPU µs/req", "redis_cpu_us_per_request", 1, 2),
+          ("CPU 0 busy %", "server_core_busy_pct", 1, 0),
+          ("CPU 1 busy %", "wrk_core_busy_pct", 1, 0), ("other load %", "other_cpu_pct", 1, 0)]
 
 
 def value(i):
@@ -68,9 +74,6 @@ def report(work, csv_path, out_path):
 
     def med(scenario, server, key):
         return median_of(by, scenario, server, key)
-
-    def all_of(scenario, server, key):
-        return [float(r[key]) for r in by[(scenario, server)]]
 
     def star(scenario, server):
         return peer_star(by, scenario, server)
@@ -158,67 +161,23 @@ def report(work, csv_path, out_path):
       "on the machine plus time taken by the hypervisor (steal), in % of one CPU: the noise; "
       "errors are wrk's socket errors and non-2xx answers, summed over the rounds.")
     for s in scenarios:
-        w("")
-        w(f"### {s}: {SCENARIOS[s]}")
-        w("")
-        w("| server | median req/s | min - max req/s | p50 ms | p99 ms | server CPU µs/req | "
-          "Redis CPU µs/req | CPU 0 busy % | CPU 1 busy % | other load % | errors |")
-        w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for server in SERVERS:
-            rps = all_of(s, server, "rps")
-            errors = sum(int(r[k]) for r in by[(s, server)]
-                         for k in ("errors_connect", "errors_read", "errors_write",
-                                   "errors_status", "errors_timeout"))
-            w(f"| {LABEL[server]} | {fmt_int(statistics.median(rps))}{star(s, server)} | "
-              f"{fmt_int(min(rps))} - {fmt_int(max(rps))} | "
-              f"{med(s, server, 'p50_us') / 1000:.3f} | {med(s, server, 'p99_us') / 1000:.3f} | "
-              f"{med(s, server, 'server_cpu_us_per_request'):.2f} | "
-              f"{med(s, server, 'redis_cpu_us_per_request'):.2f} | "
-              f"{med(s, server, 'server_core_busy_pct'):.0f} | "
-              f"{med(s, server, 'wrk_core_busy_pct'):.0f} | "
-              f"{med(s, server, 'other_cpu_pct'):.0f} | {errors} |")
+        lines += detail_table(by, s, f"{s}: {SCENARIOS[s]}", SERVERS, LABEL,
+                              lambda v: star(s, v), DETAIL)
     if upstream:
         w("")
         w("Connections to Redis each server held in the middle of its last run (`ss`), that is its "
-          "pool under load: " + "; ".join(
-              f"{sc}: " + ", ".join(f"{LABEL[sv]} {upstream[(sc, sv)]}" for sv in SERVERS
-                                   if (sc, sv) in upstream)
-              for sc in scenarios) + ". When a run ends, wrk closes its connections with requests "
-          "in flight: moonport ends those requests' waits at once and closes their Redis "
-          "connections, whose replies are still coming (see the README's \"When the client "
-          "leaves\"); nginx runs those handlers to the end and pools the connections. The next "
-          "run opens them again.")
+          "pool under load: " + pools(upstream, scenarios, SERVERS, LABEL) + ". When a run "
+          "ends, wrk closes its connections with requests in flight: moonport ends those "
+          "requests' waits at once and closes their Redis connections, whose replies are still "
+          "coming (see the README's \"When the client leaves\"); nginx runs those handlers to "
+          "the end and pools the connections. The next run opens them again.")
 
-    allocated = alloc_lines(os.path.join(work, "alloc.txt"))
-    if allocated:
-        w("")
-        w("### Bytes allocated per request")
-        w("")
-        w("moonport's own counters (`--stats`): the mean over a wrk run of "
-          f"{meta['duration']} s ({meta['connections']} connections) after a warm-up run, on a "
-          "moonport of its own. Lua bytes are what the request's Lua code allocated (the handler "
-          "and lua-resty-redis: the client object, the command's pieces, the reply strings); C "
-          "bytes what the core malloc'ed on its behalf (the mallocs column counts the worker's "
-          "malloc calls during the run, the stats requests' own included). The budget is what "
-          "spec/integration/alloc_spec.lua holds GET /get to, over 10,000 requests on one "
-          "connection.")
-        w("")
-        w("| route | Lua bytes | C bytes | mallocs in the worker meanwhile | requests | budget (Lua, C) |")
-        w("| --- | ---: | ---: | ---: | ---: | ---: |")
-        for route, kv in allocated:
-            budget = f"{LUA_BUDGET:,}, 0" if route == "GET /get" else "-"
-            w(f"| `{route}` | {float(kv['lua']):,.1f} | {float(kv['c']):,.1f} | "
-              f"{fmt_int(int(kv['mallocs']))} | {fmt_int(int(kv['requests']))} | {budget} |")
-    w("")
-    w("Every round, requests per second and server CPU µs per request: " + "; ".join(
-        f"{s} {LABEL[server]}: " + ", ".join(
-            f"{float(r['rps']):,.0f} ({float(r['server_cpu_us_per_request']):.2f})"
-            for r in by[(s, server)])
-        for s in scenarios for server in SERVERS) + ". Raw figures: [redis.csv](redis/redis.csv).")
-    w("")
-    with open(out_path, "w") as f:
-        f.write("\n".join(lines))
-    return 0
+    lines += alloc_section(
+        work, meta, "the handler and lua-resty-redis: the client object, the command's pieces, "
+        "the reply strings", budget="The budget is what spec/integration/alloc_spec.lua holds "
+        "GET /get to, over 10,000 requests on one connection.",
+        budgets={"GET /get": f"{LUA_BUDGET:,}, 0"})
+    return finish(lines, out_path, by, scenarios, SERVERS, LABEL, 2, "[redis.csv](redis/redis.csv)")
 
 
 if __name__ == "__main__":

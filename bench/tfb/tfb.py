@@ -18,8 +18,9 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from peer_report import (alloc_lines, fmt_int, main, median_of, read_runs,  # noqa: E402
-                         read_tsv, star as peer_star)
+from peer_report import (alloc_section, detail_table, errors as peer_errors,  # noqa: E402
+                         finish, fmt_int, main, median_of, pools, read_runs, read_tsv,
+                         star as peer_star)
 
 TESTS = ["json", "db", "queries", "fortunes", "updates", "plaintext"]
 PATHS = {"json": "/json", "db": "/db", "queries": "/queries?queries=20",
@@ -43,6 +44,16 @@ TARGETS = {
     "plaintext": {"fastapi": 10.0},
     "plaintext-pipeline": {"openresty": 5.0, "fastapi": 10.0},
 }
+
+
+# The per-server table's columns after the requests per second: (title,
+# CSV key, divisor, decimals).
+DETAIL = [("p50 ms", "p50_us", 1000, 2), ("p99 ms", "p99_us", 1000, 2),
+          ("server CPU µs/req", "server_cpu_us_per_request", 1, 1),
+          ("DB CPU µs/req", "db_cpu_us_per_request", 1, 1),
+          ("statements", "db_statements_per_request", 1, 2),
+          ("CPU 0 busy %", "server_core_busy_pct", 1, 0),
+          ("CPU 1 busy %", "wrk_core_busy_pct", 1, 0), ("other load %", "other_cpu_pct", 1, 0)]
 
 
 def targets_of(scenario):
@@ -80,9 +91,7 @@ def report(work, csv_path, out_path):
                                  for r in by[(scenario, server)])
 
     def errors(scenario, server):
-        return sum(int(r[k]) for r in by.get((scenario, server), [])
-                   for k in ("errors_connect", "errors_read", "errors_write",
-                             "errors_status", "errors_timeout"))
+        return peer_errors(by, scenario, server)
 
     def dagger(scenario, server):
         return "†" if errors(scenario, server) else ""
@@ -234,25 +243,8 @@ def report(work, csv_path, out_path):
       "noise; errors are wrk's socket errors and non-2xx answers, summed over the rounds; "
       "req/s and the figures per request count 2xx answers only.")
     for s in scenarios:
-        w("")
-        w(f"### {s}: {describe(s)}")
-        w("")
-        w("| server | median req/s | min - max req/s | p50 ms | p99 ms | server CPU µs/req | "
-          "DB CPU µs/req | statements | CPU 0 busy % | CPU 1 busy % | other load % | errors |")
-        w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for v in servers:
-            if not has(s, v):
-                continue
-            rps = [float(r["rps"]) for r in by[(s, v)]]
-            w(f"| {LABEL[v]} | {fmt_int(statistics.median(rps))}{star(s, v)}{dagger(s, v)} | "
-              f"{fmt_int(min(rps))} - {fmt_int(max(rps))} | "
-              f"{med(s, v, 'p50_us') / 1000:.2f} | {med(s, v, 'p99_us') / 1000:.2f} | "
-              f"{med(s, v, 'server_cpu_us_per_request'):.1f} | "
-              f"{med(s, v, 'db_cpu_us_per_request'):.1f} | "
-              f"{med(s, v, 'db_statements_per_request'):.2f} | "
-              f"{med(s, v, 'server_core_busy_pct'):.0f} | "
-              f"{med(s, v, 'wrk_core_busy_pct'):.0f} | "
-              f"{med(s, v, 'other_cpu_pct'):.0f} | {errors(s, v)} |")
+        lines += detail_table(by, s, f"{s}: {describe(s)}", servers, LABEL,
+                              lambda v: star(s, v) + dagger(s, v), DETAIL)
     failing = [sv for sv in servers if any(errors(sc, sv) for sc in scenarios)]
     if failing:
         w("")
@@ -263,37 +255,11 @@ def report(work, csv_path, out_path):
     if upstream:
         w("")
         w("Connections to PostgreSQL each server held in the middle of its last run (`ss`): " +
-          "; ".join(f"{sc}: " + ", ".join(f"{LABEL[sv]} {upstream[(sc, sv)]}" for sv in servers
-                                          if (sc, sv) in upstream)
-                    for sc in scenarios if any((sc, sv) in upstream for sv in servers)) + ".")
+          pools(upstream, scenarios, servers, LABEL) + ".")
 
-    allocated = alloc_lines(os.path.join(work, "alloc.txt"))
-    if allocated:
-        w("")
-        w("### Bytes allocated per request")
-        w("")
-        w("moonport's own counters (`--stats`): the mean over a wrk run of "
-          f"{meta['duration']} s (32 connections) after a warm-up run, on a moonport of its own. "
-          "Lua bytes are what the request's Lua code allocated (the handler, moonport.pg's rows, "
-          "the template and the JSON); C bytes what the core malloc'ed on its behalf, libpq's "
-          "results included (the mallocs column counts the worker's malloc calls during the "
-          "run, the stats requests' own included).")
-        w("")
-        w("| route | Lua bytes | C bytes | mallocs in the worker meanwhile | requests |")
-        w("| --- | ---: | ---: | ---: | ---: |")
-        for route, kv in allocated:
-            w(f"| `{route}` | {float(kv['lua']):,.1f} | {float(kv['c']):,.1f} | "
-              f"{fmt_int(int(kv['mallocs']))} | {fmt_int(int(kv['requests']))} |")
-    w("")
-    w("Every round, requests per second and server CPU µs per request: " + "; ".join(
-        f"{s} {LABEL[v]}: " + ", ".join(
-            f"{float(r['rps']):,.0f} ({float(r['server_cpu_us_per_request']):.1f})"
-            for r in by[(s, v)])
-        for s in scenarios for v in servers if has(s, v)) + ". Raw figures: [tfb.csv](tfb/tfb.csv).")
-    w("")
-    with open(out_path, "w") as f:
-        f.write("\n".join(lines))
-    return 0
+    lines += alloc_section(work, meta, "the handler, moonport.pg's rows, the template and the JSON",
+                           c=", libpq's results included")
+    return finish(lines, out_path, by, scenarios, servers, LABEL, 1, "[tfb.csv](tfb/tfb.csv)")
 
 
 if __name__ == "__main__":
