@@ -26,8 +26,8 @@ local json = require("moonport.json")
 local crypto = require("moonport.core.crypto")
 local C = require("moonport.core.httpc")
 
-local type, tostring, tonumber, error, setmetatable, rawget, pairs, ipairs =
-  type, tostring, tonumber, error, setmetatable, rawget, pairs, ipairs
+local type, tostring, tonumber, error, setmetatable, rawget, rawset, pairs, ipairs =
+  type, tostring, tonumber, error, setmetatable, rawget, rawset, pairs, ipairs
 local lower, upper, find, sub, match, format, gsub =
   string.lower, string.upper, string.find, string.sub, string.match, string.format, string.gsub
 local concat = table.concat
@@ -81,6 +81,23 @@ local function parse_url(url)
   return scheme, host, port, target
 end
 http.parse_url = parse_url
+
+-- parse_url's answers for the URLs requests name, kept (at most
+-- PARSED_MAX, then forgotten together): most code calls a few URLs again
+-- and again.
+local PARSED_MAX = 256
+local parsed, nparsed = {}, 0
+local function parse_url_cached(url)
+  local p = parsed[url]
+  if p then return p[1], p[2], p[3], p[4] end
+  local scheme, host, port, target = parse_url(url)
+  if scheme and type(url) == "string" then
+    if nparsed >= PARSED_MAX then parsed, nparsed = {}, 0 end
+    nparsed = nparsed + 1
+    parsed[url] = { scheme, host, port, target }
+  end
+  return scheme, host, port, target
+end
 
 -- The forward proxy opts.proxy names: its host, port and the
 -- Proxy-Authorization to send (opts.proxy_authorization, else Basic from
@@ -138,19 +155,27 @@ Headers.__index = function(t, name)
   if m then return m end
   if type(name) ~= "string" then return nil end
   local values = rawget(t, "_fields")[lower(name)]
-  if not values then return nil end
-  if #values == 1 then return values[1] end
+  if values == nil or type(values) == "string" then return values end
   return concat(values, ", ")
 end
 
 --- Every value of a header, in the order they came.
 function Headers.all(t, name)
-  return rawget(t, "_fields")[lower(name)] or {}
+  local values = rawget(t, "_fields")[lower(name)]
+  if values == nil then return {} end
+  if type(values) == "string" then return { values } end
+  return values
 end
 
 --- The header fields as they came: an array of {name, value}.
 function Headers.list(t)
-  return rawget(t, "_list")
+  local list = rawget(t, "_list")
+  if list then return list end
+  list = {}
+  local flat = rawget(t, "_flat")
+  for i = 1, #flat, 2 do list[#list + 1] = { flat[i], flat[i + 1] } end
+  rawset(t, "_list", list)
+  return list
 end
 
 -- Responses -----------------------------------------------------------------
@@ -167,6 +192,17 @@ end
 -- The connection and the parser of one exchange.
 local Exchange = {}
 Exchange.__index = Exchange
+
+-- Read buffers of exchanges that ended well, emptied, for the next ones.
+local spare_bufs, nbufs = {}, 0
+
+local function new_buf()
+  if nbufs == 0 then return buffer.new() end
+  local buf = spare_bufs[nbufs]
+  spare_bufs[nbufs] = nil
+  nbufs = nbufs - 1
+  return buf
+end
 
 -- The exchange is over: its parser goes back to the spares.
 local function release(x)
@@ -204,8 +240,9 @@ local function feed(x)
   return rc
 end
 
--- Parses until the head is whole; fills res.status, reason, headers.
-local function read_head(x, res)
+-- Parses until the head is whole; returns the status, the reason and
+-- the headers, or nil and an error.
+local function read_head(x)
   while true do
     local rc = feed(x)
     if rc == HEAD then break end
@@ -220,22 +257,29 @@ local function read_head(x, res)
   local ptr = x.buf:ref()
   local base = C.mp_httpc_head_start(x.parser)
   local span = u32()
-  res.status = C.mp_httpc_status(x.parser)
+  local status = C.mp_httpc_status(x.parser)
   C.mp_httpc_reason(x.parser, span, span + 1)
-  res.reason = ffi_string(ptr + base + span[0], span[1])
-  local fields, list = {}, {}
+  local reason = ffi_string(ptr + base + span[0], span[1])
+  -- By lower-case name: the value, or the values in order when the name
+  -- came more than once; and every name and value in order, flat.
+  local fields, flat = {}, {}
   for i = 0, C.mp_httpc_nfields(x.parser) - 1 do
     C.mp_httpc_field(x.parser, i, span, span + 1, span + 2, span + 3)
     local name = ffi_string(ptr + base + span[0], span[1])
     local value = ffi_string(ptr + base + span[2], span[3])
-    list[#list + 1] = { name, value }
+    flat[2 * i + 1], flat[2 * i + 2] = name, value
     local key = lower(name)
-    local values = fields[key]
-    if values then values[#values + 1] = value else fields[key] = { value } end
+    local had = fields[key]
+    if had == nil then
+      fields[key] = value
+    elseif type(had) == "string" then
+      fields[key] = { had, value }
+    else
+      had[#had + 1] = value
+    end
   end
-  res.headers = setmetatable({ _fields = fields, _list = list }, Headers)
   x.keep_alive = C.mp_httpc_keep_alive(x.parser) == 1
-  return true
+  return status, reason, setmetatable({ _fields = fields, _flat = flat }, Headers)
 end
 
 -- The next piece of the body, "" never; nil when the body has ended (and
@@ -255,12 +299,20 @@ local function next_piece(x)
     elseif rc == DONE then
       x.done = true
       release(x)
-      if x.keep_alive and x.pos == #x.buf then
+      local buf = x.buf
+      if x.keep_alive and x.pos == #buf then
         x.sock:setkeepalive(x.keepalive_timeout, x.keepalive_pool)
         x.sock = nil
       else -- bytes past the response, or no keep-alive: not reusable
         x.sock:close()
         x.sock = nil
+      end
+      -- Its buffer, for the next exchange.
+      x.buf = nil
+      if nbufs < 64 then
+        buf:reset()
+        nbufs = nbufs + 1
+        spare_bufs[nbufs] = buf
       end
       return nil
     elseif rc < 0 then
@@ -358,6 +410,9 @@ local function send_chunked(sock, it)
   return sock:send("0\r\n\r\n")
 end
 
+-- The headers a request without any names.
+local NONE = setmetatable({}, { __newindex = function() error("read-only") end })
+
 local METHODS_WITHOUT_BODY = { GET = true, HEAD = true, DELETE = true, OPTIONS = true, TRACE = true }
 
 local function ms(v, name, default)
@@ -401,7 +456,7 @@ end
 -- One request and its response: body is what to send (nil for none).
 -- Returns the response, or nil, an error and whether it failed stale.
 local function exchange_once(opts, method, url, body)
-  local scheme, host, port, target = parse_url(url)
+  local scheme, host, port, target = parse_url_cached(url)
   if not scheme then return nil, host end
   if opts.query then
     local q = encode_query(opts.query)
@@ -416,7 +471,7 @@ local function exchange_once(opts, method, url, body)
     max_body = opts.max_body_size or DEFAULT_MAX_BODY,
     keepalive_timeout = opts.keepalive_timeout or 60000,
     keepalive_pool = opts.keepalive_pool or 64,
-    buf = buffer.new(), pos = 0, got = 0,
+    buf = new_buf(), pos = 0, got = 0,
   }, Exchange)
   local verify = opts.tls_verify ~= false
   local phost, pport, pauth
@@ -429,9 +484,20 @@ local function exchange_once(opts, method, url, body)
   sock:settimeouts(x.connect_timeout, x.send_timeout, x.read_timeout)
   -- A pool per origin and TLS settings, and per proxy: through one, a
   -- connection is the proxy's (http) or a tunnel to the origin (https).
-  local pool = format("%s://%s:%d%s%s", scheme, host, port,
-    scheme == "https" and (verify and "" or "#noverify") or "",
-    phost and ("@" .. authority(phost, pport) .. (pauth and "#" .. pauth or "")) or "")
+  local pool
+  local p = not phost and parsed[url]
+  if p then
+    pool = p[verify and 5 or 6]
+    if not pool then
+      pool = format("%s://%s:%d%s", scheme, host, port,
+        scheme == "https" and (verify and "" or "#noverify") or "")
+      p[verify and 5 or 6] = pool
+    end
+  else
+    pool = format("%s://%s:%d%s%s", scheme, host, port,
+      scheme == "https" and (verify and "" or "#noverify") or "",
+      phost and ("@" .. authority(phost, pport) .. (pauth and "#" .. pauth or "")) or "")
+  end
   local ok, err = sock:connect(phost or host, pport or port, { pool = pool, pool_size = x.keepalive_pool })
   if not ok then return nil, err end
   x.sock = sock
@@ -452,8 +518,11 @@ local function exchange_once(opts, method, url, body)
   -- The head.
   local chunked = false
   local head = { method, " ", target, " HTTP/1.1\r\n" }
-  local seen = {}
-  header_lines(head, opts.headers, seen)
+  local seen = NONE
+  if opts.headers ~= nil then
+    seen = {}
+    header_lines(head, opts.headers, seen)
+  end
   if not seen.host then
     local default = port == DEFAULT_PORT[scheme]
     local h = find(host, ":", 1, true) and "[" .. host .. "]" or host
@@ -504,20 +573,32 @@ local function exchange_once(opts, method, url, body)
   end
   C.mp_httpc_init(x.parser, MAX_HEAD, MAX_FIELDS)
   C.mp_httpc_start(x.parser, method == "HEAD" and 1 or 0)
-  local res = setmetatable({ _x = x }, Response)
-  ok, err = read_head(x, res)
-  if not ok then return nil, err, stale(x, err) end
-  if opts.stream or opts.body == false then return res end
-  local pieces = {}
-  while true do
-    local piece, perr = next_piece(x)
-    if not piece then
-      if perr then return nil, perr end
-      break
-    end
-    pieces[#pieces + 1] = piece
+  local status, reason, headers = read_head(x)
+  if not status then return nil, reason, stale(x, reason) end
+  if opts.stream or opts.body == false then
+    return setmetatable({ _x = x, status = status, reason = reason, headers = headers }, Response)
   end
-  res.body = concat(pieces)
+  -- The body: most often one piece, kept as it is.
+  local piece, perr = next_piece(x)
+  if not piece then
+    if perr then return nil, perr end
+    piece = ""
+  else
+    local more
+    more, perr = next_piece(x)
+    if more then
+      local pieces = { piece, more }
+      while true do
+        more, perr = next_piece(x)
+        if not more then break end
+        pieces[#pieces + 1] = more
+      end
+      piece = concat(pieces)
+    end
+    if perr then return nil, perr end
+  end
+  local res = setmetatable({ _x = x, status = status, reason = reason, headers = headers,
+    body = piece }, Response)
   if opts.gzip then
     local coding = lower(res.headers["content-encoding"] or "")
     if coding == "gzip" or coding == "x-gzip" or coding == "deflate" then
@@ -527,6 +608,12 @@ local function exchange_once(opts, method, url, body)
     end
   end
   return res
+end
+
+-- Methods as given, of those requests name most, and as they are sent.
+local METHOD = {}
+for _, m in ipairs({ "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS" }) do
+  METHOD[m], METHOD[lower(m)] = m, m
 end
 
 -- Methods a request may be sent again with (RFC 9110, 9.2.2).
@@ -566,8 +653,11 @@ end
 -- @usage local res, err = http.request({ method = "POST", url = u, json = { a = 1 } })
 function http.request(opts)
   if type(opts) ~= "table" then error("moonport.http.request: takes a table of options", 2) end
-  local method = upper(opts.method or "GET")
-  if find(method, "[^%u%-_]") then error("moonport.http.request: bad method " .. method, 2) end
+  local method = METHOD[opts.method or "GET"]
+  if not method then
+    method = upper(opts.method)
+    if find(method, "[^%u%-_]") then error("moonport.http.request: bad method " .. method, 2) end
+  end
   local url = opts.url
   local body = opts.body
   if body == false then body = nil end -- body = false: stream the answer's
