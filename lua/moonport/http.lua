@@ -242,18 +242,33 @@ end
 
 -- Parses until the head is whole; returns the status, the reason and
 -- the headers, or nil and an error.
-local function read_head(x)
-  while true do
-    local rc = feed(x)
-    if rc == HEAD then break end
-    if rc < 0 then return fail(x, ffi_string(C.mp_httpc_error(x.parser))) end
-    if rc == DONE or rc == BODY then return fail(x, "invalid response") end
-    local ok, err = read_more(x)
-    if not ok then
-      if err == "closed" then return fail(x, "closed before the response head") end
-      return fail(x, err)
-    end
+-- One step towards the whole head: true once it is, false after reading
+-- more, or nil and an error.
+local function head_step(x)
+  local rc = feed(x)
+  if rc == HEAD then return true end
+  if rc < 0 then return fail(x, ffi_string(C.mp_httpc_error(x.parser))) end
+  if rc == DONE or rc == BODY then return fail(x, "invalid response") end
+  local ok, err = read_more(x)
+  if not ok then
+    if err == "closed" then return fail(x, "closed before the response head") end
+    return fail(x, err)
   end
+  return false
+end
+
+-- Waits until the head is whole: true, or nil and an error.
+local function read_head(x)
+  -- Most heads take one read; a loop only for the others, so that the
+  -- JIT compiles the usual way through.
+  local whole, err = head_step(x)
+  if whole == false then whole, err = head_step(x) end
+  while whole == false do whole, err = head_step(x) end
+  return whole, err
+end
+
+-- The whole head's status, reason and headers.
+local function head_of(x)
   local ptr = x.buf:ref()
   local base = C.mp_httpc_head_start(x.parser)
   local span = u32()
@@ -284,59 +299,66 @@ end
 
 -- The next piece of the body, "" never; nil when the body has ended (and
 -- the connection went back to its pool), or nil and an error.
+-- One step of next_piece: a piece, nil at the end, nil and an error, or
+-- nil, nil, true to step again.
+local function piece_step(x)
+  local rc = feed(x)
+  if rc == BODY then
+    local p = C.mp_httpc_body(x.parser, sizeout)
+    local n = tonumber(sizeout[0])
+    if n == 0 then return nil, nil, true end
+    x.got = x.got + n
+    if x.got > x.max_body then return fail(x, "body too large") end
+    return ffi_string(p, n)
+  elseif rc == DONE then
+    x.done = true
+    release(x)
+    local buf = x.buf
+    if x.keep_alive and x.pos == #buf then
+      x.sock:setkeepalive(x.keepalive_timeout, x.keepalive_pool)
+      x.sock = nil
+    else -- bytes past the response, or no keep-alive: not reusable
+      x.sock:close()
+      x.sock = nil
+    end
+    -- Its buffer, for the next exchange.
+    x.buf = nil
+    if nbufs < 64 then
+      buf:reset()
+      nbufs = nbufs + 1
+      spare_bufs[nbufs] = buf
+    end
+    return nil
+  elseif rc < 0 then
+    return fail(x, ffi_string(C.mp_httpc_error(x.parser)))
+  else
+    -- Head bytes are no longer needed: keep only what is unparsed.
+    x.buf:skip(x.pos)
+    x.pos = 0
+    local ok, err = read_more(x)
+    if not ok then
+      if err == "closed" then
+        if C.mp_httpc_eof(x.parser) == DONE then
+          x.done = true
+          release(x)
+          x.sock:close()
+          x.sock = nil
+          return nil
+        end
+        return fail(x, "closed")
+      end
+      return fail(x, err)
+    end
+    return nil, nil, true
+  end
+end
+
 local function next_piece(x)
   if x.done then return nil end
-  while true do
-    local rc = feed(x)
-    if rc == BODY then
-      local p = C.mp_httpc_body(x.parser, sizeout)
-      local n = tonumber(sizeout[0])
-      if n > 0 then
-        x.got = x.got + n
-        if x.got > x.max_body then return fail(x, "body too large") end
-        return ffi_string(p, n)
-      end
-    elseif rc == DONE then
-      x.done = true
-      release(x)
-      local buf = x.buf
-      if x.keep_alive and x.pos == #buf then
-        x.sock:setkeepalive(x.keepalive_timeout, x.keepalive_pool)
-        x.sock = nil
-      else -- bytes past the response, or no keep-alive: not reusable
-        x.sock:close()
-        x.sock = nil
-      end
-      -- Its buffer, for the next exchange.
-      x.buf = nil
-      if nbufs < 64 then
-        buf:reset()
-        nbufs = nbufs + 1
-        spare_bufs[nbufs] = buf
-      end
-      return nil
-    elseif rc < 0 then
-      return fail(x, ffi_string(C.mp_httpc_error(x.parser)))
-    else
-      -- Head bytes are no longer needed: keep only what is unparsed.
-      x.buf:skip(x.pos)
-      x.pos = 0
-      local ok, err = read_more(x)
-      if not ok then
-        if err == "closed" then
-          if C.mp_httpc_eof(x.parser) == DONE then
-            x.done = true
-            release(x)
-            x.sock:close()
-            x.sock = nil
-            return nil
-          end
-          return fail(x, "closed")
-        end
-        return fail(x, err)
-      end
-    end
-  end
+  -- A loop only when a step is not enough (see read_head).
+  local piece, err, again = piece_step(x)
+  while again do piece, err, again = piece_step(x) end
+  return piece, err
 end
 
 --- Reads up to n bytes of the body being streamed (body = false), or the
@@ -451,6 +473,47 @@ local function tunnel(x, host, port, auth)
     return nil, "proxy refused CONNECT: " .. gsub(line, "^HTTP/1%.%d ", "")
   end
   return true
+end
+
+-- The response of x once its head is whole, its body read unless opts
+-- ask to stream it; or nil and an error. A function of its own, not the
+-- end of exchange_once: LuaJIT goes on in its interpreter in a frame that
+-- waited, and compiles a function called afterwards from its entry.
+local function response(x, opts)
+  local status, reason, headers = head_of(x)
+  if opts.stream or opts.body == false then
+    return setmetatable({ _x = x, status = status, reason = reason, headers = headers }, Response)
+  end
+  -- The body: most often one piece, kept as it is.
+  local piece, perr = next_piece(x)
+  if not piece then
+    if perr then return nil, perr end
+    piece = ""
+  else
+    local more
+    more, perr = next_piece(x)
+    if more then
+      local pieces = { piece, more }
+      while true do
+        more, perr = next_piece(x)
+        if not more then break end
+        pieces[#pieces + 1] = more
+      end
+      piece = concat(pieces)
+    end
+    if perr then return nil, perr end
+  end
+  local res = setmetatable({ _x = x, status = status, reason = reason, headers = headers,
+    body = piece }, Response)
+  if opts.gzip then
+    local coding = lower(res.headers["content-encoding"] or "")
+    if coding == "gzip" or coding == "x-gzip" or coding == "deflate" then
+      local body, err = gunzip(res.body, x.max_body)
+      if not body then return nil, err end
+      res.body = body
+    end
+  end
+  return res
 end
 
 -- One request and its response: body is what to send (nil for none).
@@ -573,41 +636,9 @@ local function exchange_once(opts, method, url, body)
   end
   C.mp_httpc_init(x.parser, MAX_HEAD, MAX_FIELDS)
   C.mp_httpc_start(x.parser, method == "HEAD" and 1 or 0)
-  local status, reason, headers = read_head(x)
-  if not status then return nil, reason, stale(x, reason) end
-  if opts.stream or opts.body == false then
-    return setmetatable({ _x = x, status = status, reason = reason, headers = headers }, Response)
-  end
-  -- The body: most often one piece, kept as it is.
-  local piece, perr = next_piece(x)
-  if not piece then
-    if perr then return nil, perr end
-    piece = ""
-  else
-    local more
-    more, perr = next_piece(x)
-    if more then
-      local pieces = { piece, more }
-      while true do
-        more, perr = next_piece(x)
-        if not more then break end
-        pieces[#pieces + 1] = more
-      end
-      piece = concat(pieces)
-    end
-    if perr then return nil, perr end
-  end
-  local res = setmetatable({ _x = x, status = status, reason = reason, headers = headers,
-    body = piece }, Response)
-  if opts.gzip then
-    local coding = lower(res.headers["content-encoding"] or "")
-    if coding == "gzip" or coding == "x-gzip" or coding == "deflate" then
-      local body, err = gunzip(res.body, x.max_body)
-      if not body then return nil, err end
-      res.body = body
-    end
-  end
-  return res
+  ok, err = read_head(x)
+  if not ok then return nil, err, stale(x, err) end
+  return response(x, opts)
 end
 
 -- Methods as given, of those requests name most, and as they are sent.
@@ -622,6 +653,19 @@ local IDEMPOTENT = { GET = true, HEAD = true, PUT = true, DELETE = true, OPTIONS
 local STALE_RETRIES = 2
 
 local REDIRECTS = { [301] = true, [302] = true, [303] = true, [307] = true, [308] = true }
+
+-- One request (exchange_once), sent again while it fails stale, when it
+-- is idempotent (a body from an iterator cannot be sent twice).
+local function exchange(opts, method, url, body)
+  local res, err, failed_stale = exchange_once(opts, method, url, body)
+  local retries = 0
+  while not res and failed_stale and IDEMPOTENT[method] and type(body) ~= "function"
+    and retries < STALE_RETRIES do
+    retries = retries + 1
+    res, err, failed_stale = exchange_once(opts, method, url, body)
+  end
+  return res, err
+end
 
 -- The target of a Location header, made absolute against url.
 local function resolve(url, location)
@@ -663,37 +707,20 @@ function http.request(opts)
   if body == false then body = nil end -- body = false: stream the answer's
   if opts.json ~= nil then body = json.encode(opts.json) end
   local redirects = opts.follow_redirects or 0
-  while true do
-    local res, err, failed_stale = exchange_once(opts, method, url, body)
-    -- An idempotent request whose pooled connection was closed under it
-    -- goes again (a body from an iterator cannot be sent twice).
-    local retries = 0
-    while not res and failed_stale and IDEMPOTENT[method] and type(body) ~= "function"
-      and retries < STALE_RETRIES do
-      retries = retries + 1
-      res, err, failed_stale = exchange_once(opts, method, url, body)
+  local res, err = exchange(opts, method, url, body)
+  -- Redirects, when asked for (no loop in the common case, so that the
+  -- JIT compiles the way through).
+  while res and redirects > 0 and REDIRECTS[res.status] and res.headers.location do
+    redirects = redirects - 1
+    url = resolve(url, res.headers.location)
+    -- 303, and 301/302 after a POST, as browsers do: a GET without body.
+    if res.status == 303 or ((res.status == 301 or res.status == 302) and method == "POST") then
+      method, body = "GET", nil
     end
-    if not res then return nil, err end
-    local location = res.headers.location
-    if redirects > 0 and REDIRECTS[res.status] and location then
-      redirects = redirects - 1
-      url = resolve(url, location)
-      -- 303, and 301/302 after a POST, as browsers do: a GET without body.
-      if res.status == 303 or ((res.status == 301 or res.status == 302) and method == "POST") then
-        method, body = "GET", nil
-      end
-    else
-      return res
-    end
+    res, err = exchange(opts, method, url, body)
   end
-end
-
---- A gzip or zlib (deflate) body inflated, at most max bytes (default
--- 64 MiB), or nil and "bad gzip body" or "body too large".
--- @usage local text = http.gunzip(res.body)
-function http.gunzip(body, max)
-  if type(body) ~= "string" then error("moonport.http.gunzip: body must be a string", 2) end
-  return gunzip(body, max or DEFAULT_MAX_BODY)
+  if not res then return nil, err end
+  return res
 end
 
 --- GET url. opts as for request.
