@@ -288,8 +288,8 @@ def targets_section(stats, startup):
 def profile_section(path):
     """A section another script wrote (bench/workers/WORKERS.md,
     bench/reload/RELOAD.md, bench/mock/MOCK.md, bench/slowloris/SLOWLORIS.md,
-    bench/redis/REDIS.md, bench/tfb/TFB.md, bench/profile/PROFILE.md), when it
-    has been made."""
+    bench/redis/REDIS.md, bench/tfb/TFB.md, bench/http/HTTP.md,
+    bench/profile/PROFILE.md), when it has been made."""
     if not os.path.exists(path):
         return []
     with open(path) as f:
@@ -397,6 +397,7 @@ def main():
     lines += profile_section(os.path.join(here, "..", "slowloris", "SLOWLORIS.md"))
     lines += profile_section(os.path.join(here, "..", "redis", "REDIS.md"))
     lines += profile_section(os.path.join(here, "..", "tfb", "TFB.md"))
+    lines += profile_section(os.path.join(here, "..", "http", "HTTP.md"))
     lines += profile_section(os.path.join(here, "..", "profile", "PROFILE.md"))
     lines += [f"Raw per-round figures: [{args.csv_name}]({args.csv_name}). "
               "How the figures are taken: bench/README.md.", ""]

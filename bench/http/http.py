@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""bench/http/run's helpers: check PORT, and bench/lib/peer_report.py's
+alloc and report.
+
+  http.py check PORT
+      Checks a server's answer before anything is measured: GET /proxy is
+      200 with the upstream's body, "Hello, World!", ten times on one
+      connection (the second and later through the server's pool).
+
+  http.py alloc PORT "GET /proxy" -- LOAD_COMMAND...
+      moonport's Lua and C bytes per request on the route around
+      LOAD_COMMAND (wrk), from its stats endpoint (--stats).
+
+  http.py report --work DIR --csv CSV --out HTTP.md
+      The section for bench/RESULTS.md, from the runs' CSV and what DIR
+      holds (meta.tsv, upstream.tsv, alloc.txt); the chart's data as
+      DIR/chart.dat."""
+
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from http_client import connect, exchange, get_request  # noqa: E402
+from peer_report import (alloc_section, detail_table, errors, finish, fmt_int,  # noqa: E402
+                         main, median_of, pools, read_runs, read_tsv, star as peer_star)
+
+SCENARIOS = {"proxy": "GET /proxy, one GET to the upstream's /hello per request"}
+SERVERS = ["moonport", "openresty", "node-fetch", "node-undici"]
+LABEL = {"moonport": "moonport", "openresty": "OpenResty (proxy_pass)",
+         "node-fetch": "Node (fetch)", "node-undici": "Node (undici)"}
+# The issue's targets: moonport's requests per second over each peer's.
+TARGETS = {"openresty": 0.9, "node-fetch": 2.0, "node-undici": 2.0}
+# The budget spec/integration/alloc_spec.lua holds an outbound GET to.
+LUA_BUDGET, C_BUDGET = 4096, 256
+BODY = b"Hello, World!"
+# The per-server table's columns after the requests per second: (title,
+# CSV key, divisor, decimals).
+DETAIL = [("p50 ms", "p50_us", 1000, 3), ("p99 ms", "p99_us", 1000, 3),
+          ("server CPU µs/req", "server_cpu_us_per_request", 1, 2),
+          ("upstream CPU µs/req", "upstream_cpu_us_per_request", 1, 2),
+          ("CPU 0 busy %", "server_core_busy_pct", 1, 0),
+          ("CPU 1 busy %", "wrk_core_busy_pct", 1, 0), ("other load %", "other_cpu_pct", 1, 0)]
+
+
+def check(port):
+    with connect(port, 10) as sock:
+        responses = exchange(sock, get_request("/proxy", port), 1, 10)
+        for _ in range(9):
+            responses += exchange(sock, get_request("/proxy", port), 1, 10)
+    bad = [r for r in responses if r.status != 200 or r.body != BODY]
+    for r in bad[:1]:
+        print(f"GET /proxy: {r.status} {r.body!r}, expected 200 {BODY!r}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def report(work, csv_path, out_path):
+    meta = read_tsv(os.path.join(work, "meta.tsv"))
+    by, upstream = read_runs(work, csv_path)
+    servers = [s for s in SERVERS if any(k[1] == s for k in by)]
+    scenarios = [s for s in SCENARIOS if (s, "moonport") in by]
+    peers = [s for s in servers if s != "moonport"]
+
+    def med(scenario, server, key):
+        return median_of(by, scenario, server, key)
+
+    def star(scenario, server):
+        return peer_star(by, scenario, server)
+
+    lines = []
+    w = lines.append
+    w("## Outbound HTTP through moonport.http")
+    w("")
+    w(f"Command: `{meta['command']}`, {meta['date']}, {meta['cpu']}, kernel {meta['kernel']}.")
+    w(f"moonport: {meta['moonport']}. OpenResty: {meta['nginx']}. Node: {meta['node']}, "
+      f"undici {meta['undici']} from npm. The upstream: {meta['upstream']}. wrk {meta['wrk']}.")
+    w("")
+    w("Each server answers `GET /proxy` with one GET to the upstream's `/hello` (`Hello, World!`) "
+      "over a kept-alive connection, passing on its status and body: moonport with "
+      "`http.request({ url = ... })` of `moonport.http`, its pool per origin "
+      "([app.lua](http/app.lua)); OpenResty with nginx's own C upstream, `proxy_pass` to an "
+      "`upstream` block with `keepalive 32`, `proxy_http_version 1.1` and `Connection \"\"`, no "
+      "Lua ([nginx.conf](http/nginx.conf)); Node's http module with its global `fetch` (the "
+      "undici bundled with Node, its default keep-alive dispatcher) or with `undici.request` "
+      "and an `Agent` of its own ([node.js](http/node.js)). Every server's answers were checked "
+      f"before anything was measured. wrk: one thread, {meta['connections']} keep-alive "
+      "connections. The server (moonport's master and worker; nginx's master and one worker; "
+      "Node's process) pinned to CPU 0; wrk and the upstream (a second moonport, one worker) "
+      f"pinned to CPU 1. {meta['rounds']} interleaved rounds of {meta['duration']} s after a "
+      f"{meta['warmup']} s warm-up each; medians. CPU per request: the user + system time of the "
+      "server's processes (/proc/PID/stat before and after each run) over the 2xx answers it "
+      "gave; the same for the upstream's (upstream µs/req).")
+    w("")
+    w("![requests per second and CPU per request](http/http.png)")
+    w("")
+
+    unmet = False
+    if scenarios:
+        s = scenarios[0]
+        w("| target | this run | verdict |")
+        w("| --- | --- | --- |")
+        for peer in peers:
+            want = TARGETS[peer]
+            ratio = med(s, "moonport", "rps") / med(s, peer, "rps")
+            n = errors(by, s, "moonport")
+            verdict = ("met" if ratio >= want else "not met") if not n else \
+                f"not met: moonport had {n:,} errors"
+            unmet = unmet or verdict != "met"
+            w(f"| requests per second ≥ {want:g}× {LABEL[peer]}'s | {ratio:.2f}× | {verdict} |")
+        w("")
+    if unmet and "openresty" in peers:
+        s = scenarios[0]
+        wrk_us = statistics.median(float(r["wrk_cpu_pct"]) * 1e4 / max(float(r["rps"]), 1e-9)
+                                   for r in by[(s, "moonport")])
+        up_us = med(s, "moonport", "upstream_cpu_us_per_request")
+        own_us = med(s, "moonport", "server_cpu_us_per_request")
+        w(f"What stands in the way, from this run's figures: moonport's core was "
+          f"{med(s, 'moonport', 'server_core_busy_pct'):.0f}% busy and CPU 1 "
+          f"{med(s, 'moonport', 'wrk_core_busy_pct'):.0f}%. One moonport request cost CPU 1 "
+          f"{wrk_us:.1f} µs of wrk and {up_us:.1f} µs of the upstream, a ceiling of "
+          f"{fmt_int(1e6 / (wrk_us + up_us))} req/s for that core (softirqs not counted); it "
+          f"cost moonport's core {own_us:.1f} µs, a ceiling of {fmt_int(1e6 / own_us)} req/s, "
+          f"against OpenResty's {med(s, 'openresty', 'server_cpu_us_per_request'):.1f} µs.")
+        w("")
+
+    w("| scenario | " + " | ".join(f"{LABEL[s]} req/s" for s in servers) + " | "
+      + " | ".join(f"moonport / {LABEL[p]}" for p in peers) + " | "
+      + " | ".join(f"{LABEL[s]} CPU µs/req" for s in servers) + " |")
+    w("| --- | " + " | ".join("---:" for _ in servers + peers + servers) + " |")
+    chart = []
+    for s in scenarios:
+        cells = [f"{fmt_int(med(s, v, 'rps'))}{star(s, v)}" for v in servers]
+        cells += [f"{med(s, 'moonport', 'rps') / med(s, p, 'rps'):.2f}" for p in peers]
+        cells += [f"{med(s, v, 'server_cpu_us_per_request'):.2f}" for v in servers]
+        w(f"| {s} | " + " | ".join(cells) + " |")
+        chart += [f"\"{LABEL[v]}\" {med(s, v, 'rps'):.0f} "
+                  f"{med(s, v, 'server_cpu_us_per_request'):.3f}" for v in servers]
+    with open(os.path.join(work, "chart.dat"), "w") as f:
+        f.write("\n".join(chart) + "\n")
+    if any(star(sc, sv) for sc in scenarios for sv in servers):
+        w("")
+        w("\\* a run that makes this median had CPU 1 (wrk and the upstream) at least 95% busy: "
+          "the load side may have set the pace, so the figure is a lower bound for the server.")
+    w("")
+    w("Per server, medians over the rounds: p50 and p99 are wrk's per-request latency; upstream "
+      "µs/req is the upstream moonport's CPU time per request (the same work whoever calls it); "
+      "CPU 0 and CPU 1 busy are the two cores' use (CPU 1: wrk and the upstream); other load is "
+      "the CPU time of every other process on the machine plus time taken by the hypervisor "
+      "(steal), in % of one CPU: the noise; errors are wrk's socket errors and non-2xx "
+      "answers, summed over the rounds.")
+    for s in scenarios:
+        lines += detail_table(by, s, f"{s}: {SCENARIOS[s]}", servers, LABEL,
+                              lambda v: star(s, v), DETAIL)
+    if upstream:
+        w("")
+        w("Connections to the upstream each server held in the middle of its last run (`ss`), "
+          "that is its pool under load: " + pools(upstream, scenarios, servers, LABEL) + ".")
+
+    lines += alloc_section(
+        work, meta, "the URL's pieces, the request head, the exchange's buffer and records, the "
+        "response's header tables and body", budget="The budget is what "
+        "spec/integration/alloc_spec.lua holds an outbound GET to, over 10,000 requests on one "
+        "connection.", budgets={"GET /proxy": f"{LUA_BUDGET:,}, {C_BUDGET:,}"})
+    return finish(lines, out_path, by, scenarios, servers, LABEL, 2, "[http.csv](http/http.csv)")
+
+
+if __name__ == "__main__":
+    sys.exit(main(__doc__, report, check))
