@@ -23,7 +23,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from http_client import connect, exchange, get_request  # noqa: E402
 from peer_report import (alloc_section, detail_table, errors, finish, fmt_int,  # noqa: E402
-                         main, median_of, pools, read_runs, read_tsv, star as peer_star)
+                         heading, main, median_of, pools, read_runs, read_tsv,
+                         star as peer_star)
 
 SCENARIOS = {"proxy": "GET /proxy, one GET to the upstream's /hello per request"}
 SERVERS = ["moonport", "openresty", "node-fetch", "node-undici"]
@@ -67,11 +68,8 @@ def report(work, csv_path, out_path):
     def star(scenario, server):
         return peer_star(by, scenario, server)
 
-    lines = []
+    lines = heading("Outbound HTTP through moonport.http", meta)
     w = lines.append
-    w("## Outbound HTTP through moonport.http")
-    w("")
-    w(f"Command: `{meta['command']}`, {meta['date']}, {meta['cpu']}, kernel {meta['kernel']}.")
     w(f"moonport: {meta['moonport']}. OpenResty: {meta['nginx']}. Node: {meta['node']}, "
       f"undici {meta['undici']} from npm. The upstream: {meta['upstream']}. wrk {meta['wrk']}.")
     w("")

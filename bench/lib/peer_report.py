@@ -86,6 +86,13 @@ def star(by, scenario, server):
     return "\\*" if any(float(r["wrk_core_busy_pct"]) >= 95 for r in mid) else ""
 
 
+def heading(title, meta):
+    """A report's first lines: "## title", and the command that made it,
+    when, on what machine."""
+    return [f"## {title}", "",
+            f"Command: `{meta['command']}`, {meta['date']}, {meta['cpu']}, kernel {meta['kernel']}."]
+
+
 def errors(by, scenario, server):
     """wrk's socket errors and non-2xx answers over a scenario's runs of a
     server (0 when it has none)."""
@@ -104,13 +111,13 @@ def every_round(by, scenarios, servers, label, digits):
         for s in scenarios for v in servers if (s, v) in by) + "."
 
 
-def detail_table(by, scenario, heading, servers, label, mark, columns):
-    """A scenario's subsection: "### heading", then a Markdown row per
+def detail_table(by, scenario, title, servers, label, mark, columns):
+    """A scenario's subsection: "### title", then a Markdown row per
     server that ran it: its label, its median requests per second (then
     mark(server)) and their range, the median of each (title, key,
     divisor, decimals) of columns, divided and with that many decimals, and
     its errors."""
-    lines = ["", f"### {heading}", "",
+    lines = ["", f"### {title}", "",
              "| server | median req/s | min - max req/s | "
              + " | ".join(c[0] for c in columns) + " | errors |",
              "| --- | ---: | ---: | " + " | ".join("---:" for _ in columns) + " | ---: |"]

@@ -21,8 +21,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from peer_report import (alloc_section, detail_table, finish, fmt_int, get, main,  # noqa: E402
-                         median_of, pools, read_runs, read_tsv, star as peer_star)
+from peer_report import (alloc_section, detail_table, finish, fmt_int, get,  # noqa: E402
+                         heading, main, median_of, pools, read_runs, read_tsv,
+                         star as peer_star)
 
 SCENARIOS = {
     "get": "one GET per request",
@@ -79,11 +80,8 @@ def report(work, csv_path, out_path):
         return peer_star(by, scenario, server)
 
     scenarios = [s for s in SCENARIOS if (s, "moonport") in by]
-    lines = []
+    lines = heading("Redis through lua-resty-redis", meta)
     w = lines.append
-    w("## Redis through lua-resty-redis")
-    w("")
-    w(f"Command: `{meta['command']}`, {meta['date']}, {meta['cpu']}, kernel {meta['kernel']}.")
     w(f"moonport: {meta['moonport']}. OpenResty: {meta['openresty']}. "
       f"Library: {meta['redis_lua']}, module `nginx.redis`, the same file for both, "
       f"unmodified. Redis {meta['redis']}; wrk {meta['wrk']}.")

@@ -19,8 +19,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from peer_report import (alloc_section, detail_table, errors as peer_errors,  # noqa: E402
-                         finish, fmt_int, main, median_of, pools, read_runs, read_tsv,
-                         star as peer_star)
+                         finish, fmt_int, heading, main, median_of, pools, read_runs,
+                         read_tsv, star as peer_star)
 
 TESTS = ["json", "db", "queries", "fortunes", "updates", "plaintext"]
 PATHS = {"json": "/json", "db": "/db", "queries": "/queries?queries=20",
@@ -103,11 +103,8 @@ def report(work, csv_path, out_path):
         route, conns, depth = SCENARIOS[scenario]
         return f"`{route}`, {conns} connections" + (f", {depth} pipelined" if depth > 1 else "")
 
-    lines = []
+    lines = heading("TechEmpower's six test types", meta)
     w = lines.append
-    w("## TechEmpower's six test types")
-    w("")
-    w(f"Command: `{meta['command']}`, {meta['date']}, {meta['cpu']}, kernel {meta['kernel']}.")
     w(f"moonport: {meta['moonport']}, [scripts/tfb.lua](../scripts/tfb.lua) on `moonport.pg` "
       f"(libpq {meta['libpq']}) and `moonport.template`, one worker. "
       f"Node: {meta['node']} with postgres.js {meta['postgres_js']} (`max: 1`) and with "
