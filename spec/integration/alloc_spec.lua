@@ -364,10 +364,11 @@ end)
 
 -- One GET through moonport.http on a pooled connection
 -- (spec/fixtures/http_client.lua's /relay, to a second moonport). Lua: the
--- URL's pieces, the request head, the exchange's buffer and records, the
--- response's header tables and body; C: nothing per request (socket
--- records and read buffers come from the worker's pools).
-local HTTP_LUA_BUDGET, HTTP_C_BUDGET = 4096, 256
+-- URL, the request head, the exchange's records, the response and its
+-- header table (parsed URLs, read buffers and parsers are kept from
+-- request to request); C: nothing per request (socket records and read
+-- buffers come from the worker's pools).
+local HTTP_LUA_BUDGET, HTTP_C_BUDGET = 2560, 256
 
 describe("the allocation budget of an outbound HTTP GET", function()
   local process = require("spec.support.process")
