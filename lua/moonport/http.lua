@@ -240,8 +240,6 @@ local function feed(x)
   return rc
 end
 
--- Parses until the head is whole; returns the status, the reason and
--- the headers, or nil and an error.
 -- One step towards the whole head: true once it is, false after reading
 -- more, or nil and an error.
 local function head_step(x)
@@ -297,8 +295,6 @@ local function head_of(x)
   return status, reason, setmetatable({ _fields = fields, _flat = flat }, Headers)
 end
 
--- The next piece of the body, "" never; nil when the body has ended (and
--- the connection went back to its pool), or nil and an error.
 -- One step of next_piece: a piece, nil at the end, nil and an error, or
 -- nil, nil, true to step again.
 local function piece_step(x)
@@ -353,6 +349,8 @@ local function piece_step(x)
   end
 end
 
+-- The next piece of the body, "" never; nil when the body has ended (and
+-- the connection went back to its pool), or nil and an error.
 local function next_piece(x)
   if x.done then return nil end
   -- A loop only when a step is not enough (see read_head).
