@@ -35,6 +35,8 @@ typedef struct mp_config {
   bool admin_cors;        /* /__admin answers other origins (--admin-cors) */
   const char *admin_hosts; /* --admin-host: more Host names for /__admin */
   const char *proxy_all;  /* --proxy-all URL: unmatched mock requests go there */
+  const char *access_log_format; /* --access-log-format: its name */
+  bool request_id;        /* --request-id: every request gets an id */
   bool record_mappings;   /* --record-mappings: what --proxy-all answers is recorded */
   unsigned journal_size;  /* requests the mock journal keeps */
   bool watch;             /* reload when the app's files change */

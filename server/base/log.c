@@ -45,14 +45,26 @@ int mp_error_log_open(const char *path) {
   return 0;
 }
 
+static const char *context_id;
+static size_t context_len;
+
+void mp_log_set_context(const char *request_id, size_t len) {
+  context_id = request_id;
+  context_len = request_id != NULL ? len : 0;
+}
+
 void mp_log(mp_log_level level, const char *fmt, ...) {
   char line[8192];
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
   size_t n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%SZ ", &tm);
-  int k = snprintf(line + n, sizeof line - n, "[%s] %s: ", level_names[level],
-                   process_name);
+  int k = context_id != NULL
+              ? snprintf(line + n, sizeof line - n, "[%s] %s request=%.*s: ",
+                         level_names[level], process_name, (int)context_len,
+                         context_id)
+              : snprintf(line + n, sizeof line - n, "[%s] %s: ",
+                         level_names[level], process_name);
   if (k > 0) n += (size_t)k;
 
   va_list ap;
@@ -82,9 +94,21 @@ static const char *access_path;
 static char access_buf[ACCESS_BUF];
 static size_t access_len;
 static time_t access_sec = (time_t)-1;
-static char access_stamp[80];
+static char access_stamp[80]; /* 01/Dec/2026:15:40:00 +0000 */
+static char access_iso[32];   /* 2026-12-01T15:40:00Z */
+static mp_access_format access_format;
 
-int mp_access_log_open(const char *path) {
+static const char *const format_names[] = {"moonport", "common", "combined",
+                                           "json"};
+
+int mp_access_format_named(const char *name) {
+  for (int i = 0; i < 4; i++)
+    if (strcmp(name, format_names[i]) == 0) return i;
+  return -1;
+}
+
+int mp_access_log_open(const char *path, mp_access_format format) {
+  access_format = format;
   if (strcmp(path, "-") == 0) {
     access_fd = STDOUT_FILENO;
     return 0;
@@ -169,37 +193,141 @@ static size_t escape_field(char *dst, size_t cap, const char *src, size_t n) {
   return o;
 }
 
-void mp_access_log(const char *host, const char *request, size_t reqlen,
-                   int status, uint64_t bytes, double seconds,
-                   uint64_t lua_bytes, uint64_t c_bytes) {
-  if (access_fd < 0) return;
-  time_t now = time(NULL);
-  if (now != access_sec) {
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    /* CLF wants English month names, like the Date header. */
-    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr",
-                                       "May", "Jun", "Jul", "Aug",
-                                       "Sep", "Oct", "Nov", "Dec"};
-    snprintf(access_stamp, sizeof access_stamp,
-             "%02d/%s/%04d:%02d:%02d:%02d +0000", tm.tm_mday,
-             months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
-             tm.tm_sec);
-    access_sec = now;
+/* Copies src into dst as a JSON string's contents: '"' and '\\' escaped,
+ * control bytes and bytes from 0x7f up as \u00XX (so the line is JSON
+ * whatever the request held). Stops before an escape that would pass
+ * cap. Returns the bytes written. */
+static size_t json_field(char *dst, size_t cap, const char *src, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)src[i];
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      if (o + 1 > cap) break;
+      dst[o++] = (char)c;
+    } else if (c == '"' || c == '\\') {
+      if (o + 2 > cap) break;
+      dst[o++] = '\\';
+      dst[o++] = (char)c;
+    } else {
+      if (o + 6 > cap) break;
+      memcpy(dst + o, "\\u00", 4);
+      dst[o + 4] = hex[c >> 4];
+      dst[o + 5] = hex[c & 15];
+      o += 6;
+    }
   }
+  return o;
+}
+
+/* The stamps of this second, made once per second. */
+static void stamp_now(void) {
+  time_t now = time(NULL);
+  if (now == access_sec) return;
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  /* CLF wants English month names, like the Date header. */
+  static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr",
+                                     "May", "Jun", "Jul", "Aug",
+                                     "Sep", "Oct", "Nov", "Dec"};
+  snprintf(access_stamp, sizeof access_stamp,
+           "%02d/%s/%04d:%02d:%02d:%02d +0000", tm.tm_mday, months[tm.tm_mon],
+           tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  strftime(access_iso, sizeof access_iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  access_sec = now;
+}
+
+/* A line being written into the access buffer: where, its length, and
+ * what is left of its ACCESS_LINE_MAX bytes. */
+typedef struct line {
+  char *p;
+  size_t len;
+} line;
+
+static void put(line *l, const char *s, size_t n) {
+  if (n > ACCESS_LINE_MAX - 1 - l->len) n = ACCESS_LINE_MAX - 1 - l->len;
+  memcpy(l->p + l->len, s, n);
+  l->len += n;
+}
+
+static void putf(line *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void putf(line *l, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(l->p + l->len, ACCESS_LINE_MAX - 1 - l->len, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  size_t room = ACCESS_LINE_MAX - 2 - l->len;
+  l->len += (size_t)n < room ? (size_t)n : room;
+}
+
+/* A quoted field of a text format; at most max bytes of it, so that the
+ * fields after it still fit. */
+static void put_quoted(line *l, const char *s, size_t n, size_t max) {
+  put(l, "\"", 1);
+  if (s == NULL) {
+    put(l, "-", 1);
+  } else {
+    size_t room = ACCESS_LINE_MAX - 1 - l->len;
+    if (room > max) room = max;
+    l->len += escape_field(l->p + l->len, room, s, n);
+  }
+  put(l, "\"", 1);
+}
+
+static void put_json(line *l, const char *key, const char *s, size_t n,
+                     size_t max) {
+  putf(l, ",\"%s\":", key);
+  if (s == NULL) {
+    put(l, "null", 4);
+    return;
+  }
+  put(l, "\"", 1);
+  size_t room = ACCESS_LINE_MAX - 1 - l->len;
+  if (room > max) room = max;
+  l->len += json_field(l->p + l->len, room, s, n);
+  put(l, "\"", 1);
+}
+
+void mp_access_log(const mp_access_entry *e) {
+  if (access_fd < 0) return;
+  stamp_now();
   if (access_len + ACCESS_LINE_MAX > ACCESS_BUF) mp_access_log_flush();
-  /* The line in three parts: up to the request's quote, the request, and
-   * the figures after it, which always fit in the 256 bytes left. */
-  char *p = access_buf + access_len;
-  int n = snprintf(p, 256, "%s - - [%s] \"", host, access_stamp);
-  if (n <= 0) return;
-  size_t len = (size_t)n < 256 ? (size_t)n : 255;
-  len += escape_field(p + len, ACCESS_LINE_MAX - 256 - len, request, reqlen);
-  n = snprintf(p + len, 256, "\" %d %llu %.6f %llu %llu %u\n", status,
-               (unsigned long long)bytes, seconds,
-               (unsigned long long)lua_bytes, (unsigned long long)c_bytes,
-               process_worker);
-  if (n > 0 && n < 256) access_len += len + (size_t)n;
+  line l = {access_buf + access_len, 0};
+  /* Quoted fields are cut so the figures after them always fit. */
+  if (access_format == MP_ACCESS_JSON) {
+    putf(&l, "{\"time\":\"%s\",\"remote\":\"%s\"", access_iso, e->host);
+    put_json(&l, "method", e->method, e->method ? strlen(e->method) : 0, 64);
+    put_json(&l, "path", e->method ? e->target : NULL, e->target_len, 1600);
+    putf(&l, ",\"status\":%d,\"bytes\":%llu,\"duration\":%.6f,"
+             "\"lua_bytes\":%llu,\"c_bytes\":%llu,\"worker\":%u",
+         e->status, (unsigned long long)e->bytes, e->seconds,
+         (unsigned long long)e->lua_bytes, (unsigned long long)e->c_bytes,
+         process_worker);
+    put_json(&l, "request_id", e->id, e->id_len, 200);
+    put_json(&l, "user_agent", e->agent, e->agent_len, 800);
+    put_json(&l, "referer", e->referer, e->referer_len, 800);
+    put(&l, "}", 1);
+  } else {
+    putf(&l, "%s - - [%s] ", e->host, access_stamp);
+    put_quoted(&l, e->request, e->request_len,
+               access_format == MP_ACCESS_COMBINED ? 2400 : 3700);
+    putf(&l, " %d %llu", e->status, (unsigned long long)e->bytes);
+    if (access_format == MP_ACCESS_COMBINED) {
+      put(&l, " ", 1);
+      put_quoted(&l, e->referer, e->referer_len, 700);
+      put(&l, " ", 1);
+      put_quoted(&l, e->agent, e->agent_len, 700);
+    } else if (access_format == MP_ACCESS_MOONPORT) {
+      putf(&l, " %.6f %llu %llu %u", e->seconds,
+           (unsigned long long)e->lua_bytes, (unsigned long long)e->c_bytes,
+           process_worker);
+      if (e->id != NULL) putf(&l, " %.*s", (int)e->id_len, e->id);
+    }
+  }
+  l.p[l.len++] = '\n';
+  access_len += l.len;
 }
 
 void mp_access_log_close(void) {

@@ -137,6 +137,9 @@ int mp_req_running(uint64_t ctx);
  * functions have run), else 0. */
 int mp_req_abort_told(uint64_t ctx);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
+/* The request's id (mp_request_id: the client's X-Request-Id when it is a
+ * short token, else one made now and kept). */
+int mp_req_id(uint64_t ctx, const char **out);
 /* The trailer fields kept so far, as "name: value\n" lines. */
 int mp_req_trailers(uint64_t ctx, const char **out);
 

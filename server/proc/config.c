@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "http1.h"
+#include "log.h"
 #include "http1_out.h"
 
 #ifndef MP_VERSION
@@ -182,6 +183,15 @@ static const option options[] = {
      "a path or -",
      "log every request to PATH (- for stdout): Common Log Format, then "
      "seconds, Lua bytes and C bytes"},
+    {"--access-log-format", OPT_TEXT, "moonport|common|combined|json",
+     TEXT(access_log_format), "moonport", 0, 0, "a format",
+     "the access log's lines: moonport (Common Log Format, then seconds, "
+     "Lua and C bytes, the worker and the request id), common, combined "
+     "(with referer and user agent) or json (an object per line)"},
+    {"--request-id", OPT_SET, NULL, FLAG(request_id), NULL, 0, 0, NULL,
+     "give every request an id (the client's X-Request-Id when it is a "
+     "short token, else one made here): req.id, the X-Request-Id response "
+     "field, the access log and the request's error log lines"},
     {"--server-header", OPT_SERVER, "off|NAME", TEXT(server_header),
      "moonport", 0, MP_H1_SERVER_MAX, NULL,
      "the Server field of every response: NAME, or none with off"},
@@ -443,6 +453,11 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   }
   if (cfg->app == NULL && cfg->mock_dir == NULL) {
     fprintf(stderr, "moonport: no APP.lua given (see --help)\n");
+    return MP_CONFIG_USAGE;
+  }
+  if (mp_access_format_named(cfg->access_log_format) < 0) {
+    fprintf(stderr, "moonport: --access-log-format %s: not moonport, common, "
+            "combined or json\n", cfg->access_log_format);
     return MP_CONFIG_USAGE;
   }
   if (cfg->record_mappings && (cfg->mock_dir == NULL || cfg->proxy_all == NULL)) {

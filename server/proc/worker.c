@@ -256,7 +256,9 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
     return 1;
   }
   if (cfg->access_log != NULL) {
-    int rc = mp_access_log_open(cfg->access_log);
+    int rc = mp_access_log_open(
+        cfg->access_log,
+        (mp_access_format)mp_access_format_named(cfg->access_log_format));
     if (rc != 0) {
       fprintf(stderr, "moonport: --access-log: cannot open '%s': %s\n",
               cfg->access_log, strerror(-rc));

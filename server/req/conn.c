@@ -499,8 +499,10 @@ static void protocol_error(mp_conn *c) {
   int n = mp_response_error_to(c->srv, &c->out, c->h1.status, text, true, NULL, 0);
   c->close_after_flush = true;
   c->srv->stats.requests++;
-  mp_access_log(mp_conn_peer_name(c), "-", 1, c->h1.status,
-                n > 0 ? (uint64_t)n : 0, 0.0, 0, 0);
+  mp_access_entry e = {.host = mp_conn_peer_name(c), .request = "-",
+                       .request_len = 1, .status = c->h1.status,
+                       .bytes = n > 0 ? (uint64_t)n : 0};
+  mp_access_log(&e);
 }
 
 static void finish_request(mp_conn *c) {

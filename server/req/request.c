@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "errors.h"
@@ -205,6 +207,55 @@ static void send_server_options(mp_request *r) {
   mp_response_send(r, "", 0, NULL);
 }
 
+/* The value of the first field named name (lower case, nlen bytes), or
+ * NULL. */
+static const char *field_value(const mp_request *r, const char *name,
+                               size_t nlen, size_t *len) {
+  for (unsigned i = 0; i < r->msg.nfields; i++) {
+    const mp_hfield *f = &r->msg.fields[i];
+    if (f->name.len == nlen && mp_str_ieq(r->head + f->name.off, name, nlen)) {
+      *len = f->value.len;
+      return r->head + f->value.off;
+    }
+  }
+  return NULL;
+}
+
+static bool id_byte(unsigned char c) {
+  return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
+         c == '-' || c == '_' || c == '.' || c == ':';
+}
+
+const char *mp_request_id(mp_request *r, size_t *len) {
+  if (r->id_len == 0) {
+    size_t n = 0;
+    const char *v = field_value(r, "x-request-id", 12, &n);
+    bool ok = v != NULL && n > 0 && n <= MP_REQUEST_ID_MAX;
+    for (size_t i = 0; ok && i < n; i++) ok = id_byte((unsigned char)v[i]);
+    if (ok) {
+      memcpy(r->id, v, n);
+      r->id_len = (uint8_t)n;
+    } else {
+      /* A prefix per process (made again in a child), then a counter. */
+      static uint64_t prefix, counter;
+      static pid_t owner;
+      if (owner != getpid()) {
+        owner = getpid();
+        if (getrandom(&prefix, sizeof prefix, 0) != sizeof prefix)
+          prefix = uv_hrtime() ^ ((uint64_t)owner << 32);
+        counter = 0;
+      }
+      char hex[33];
+      snprintf(hex, sizeof hex, "%016llx%016llx", (unsigned long long)prefix,
+               (unsigned long long)++counter);
+      memcpy(r->id, hex, 32);
+      r->id_len = 32;
+    }
+  }
+  *len = r->id_len;
+  return r->id;
+}
+
 bool mp_request_start(mp_request *r, const char *head, bool body_done) {
   mp_server *s = r->srv;
   r->head = head;
@@ -213,7 +264,13 @@ bool mp_request_start(mp_request *r, const char *head, bool body_done) {
   r->head_only = r->msg.method == HTTP_HEAD;
   r->keep_alive = r->msg.keep_alive;
   r->match.route = NULL;
+  r->id_len = 0;
   if (s->cfg->stats || mp_access_log_enabled()) r->start_ns = uv_hrtime();
+  if (s->cfg->request_id) {
+    size_t n;
+    const char *id = mp_request_id(r, &n);
+    mp_response_header(r, "X-Request-Id", 12, id, n);
+  }
   uint64_t allow;
   size_t plen;
   const char *path = mp_request_path(r, &plen);
@@ -241,7 +298,10 @@ bool mp_request_start(mp_request *r, const char *head, bool body_done) {
   r->code = s->code;
   s->code_ops->hold(r->code);
   r->running = true;
-  return settle(r, s->code_ops->start(r->code, r, r->match.route->handler));
+  if (s->cfg->request_id) mp_log_set_context(r->id, r->id_len);
+  int outcome = s->code_ops->start(r->code, r, r->match.route->handler);
+  mp_log_set_context(NULL, 0);
+  return settle(r, outcome);
 }
 
 void mp_request_account(mp_request *r) {
@@ -266,9 +326,18 @@ void mp_request_account(mp_request *r) {
     uint64_t bytes = r->head_only ? 0 : r->body_bytes + (uint64_t)r->sent;
     /* A request whose client left before its response was complete is
      * logged as 499, as nginx does. */
-    mp_access_log(r->conn ? mp_conn_peer_name(r->conn) : r->peer, line,
-                  (size_t)n, r->aborted ? 499 : r->status, bytes,
-                  (double)ns / 1e9, r->charge.lua_bytes, r->charge.c_bytes);
+    mp_access_entry e = {
+        .host = r->conn ? mp_conn_peer_name(r->conn) : r->peer,
+        .request = line, .request_len = n > 0 ? (size_t)n : 0,
+        .method = method, .target = r->head + r->msg.target.off,
+        .target_len = r->msg.target.len,
+        .status = r->aborted ? 499 : r->status, .bytes = bytes,
+        .seconds = (double)ns / 1e9, .lua_bytes = r->charge.lua_bytes,
+        .c_bytes = r->charge.c_bytes,
+        .id = r->id_len > 0 ? r->id : NULL, .id_len = r->id_len};
+    e.referer = field_value(r, "referer", 7, &e.referer_len);
+    e.agent = field_value(r, "user-agent", 10, &e.agent_len);
+    mp_access_log(&e);
   }
 }
 
@@ -287,7 +356,11 @@ void mp_request_wake(mp_request *r) {
   }
   mp_conn *c = r->conn;
   mp_charge *was = mp_charge_switch(&r->charge);
-  bool over = settle(r, r->srv->code_ops->resume(r->code, r));
+  if (r->id_len > 0 && r->srv->cfg->request_id)
+    mp_log_set_context(r->id, r->id_len);
+  int outcome = r->srv->code_ops->resume(r->code, r);
+  mp_log_set_context(NULL, 0);
+  bool over = settle(r, outcome);
   mp_charge_switch(was);
   if (c == NULL) {
     if (over) finish_detached(r);

@@ -43,6 +43,9 @@ typedef enum {
   MP_RES_DONE       /* complete */
 } mp_res_state;
 
+/* The longest request id (mp_request_id). */
+#define MP_REQUEST_ID_MAX 64
+
 struct mp_request {
   uint32_t slot;
   uint32_t gen;
@@ -55,6 +58,8 @@ struct mp_request {
   mp_request *detached_next;
   uint64_t detached_at;      /* loop time it was detached */
   char peer[48];             /* the client's address, kept when detached */
+  uint8_t id_len;            /* its request id (mp_request_id), 0: none yet */
+  char id[MP_REQUEST_ID_MAX];
   const char *head; /* first byte of the message in the connection's buffer */
 
   mp_http1_msg msg;
@@ -148,6 +153,13 @@ void mp_request_release(mp_request *r);
  * slots are limited to MP_MAX_SLOTS), and the kind in bit 0.
  * lua/moonport/core/ reads this layout through ../lua/ffi.h's constants. */
 #define MP_MAX_SLOTS 65535
+
+/* A request's id: the client's X-Request-Id when it is 1 to
+ * MP_REQUEST_ID_MAX bytes of letters, digits and "-_.:", else 32 hex
+ * digits made here (a random prefix per process and a counter: unique
+ * without a lookup). Made the first time it is asked for, and kept for
+ * the request's life. Sets *len. */
+const char *mp_request_id(mp_request *r, size_t *len);
 enum {
   MP_CTX_REQ = 0, /* the kinds */
   MP_CTX_RES = 1,

@@ -25,6 +25,7 @@ static const struct field {
     F(server_header), F(error_log), F(workers), F(workers_auto),
     F(handler_timeout_ms), F(shared_size), F(mock_state_size),
     F(journal_memory), F(mock_dir), F(cors), F(admin_cors), F(admin_hosts), F(proxy_all), F(record_mappings),
+    F(access_log_format), F(request_id),
     F(journal_size), F(watch), F(watch_delay_ms), F(request_memory_limit),
     F(load_timeout_ms), F(load_memory_limit), F(write_high_water),
     F(idle_timeout_ms), F(shutdown_timeout_ms), F(header_timeout_ms),
@@ -83,6 +84,7 @@ static void test_defaults(void) {
   CHECK(!d->check && !d->debug && !d->stats && !d->admin_cors);
   CHECK(d->cors && d->watch);
   CHECK(d->access_log == NULL && d->error_log == NULL);
+  CHECK(strcmp(d->access_log_format, "moonport") == 0 && !d->request_id);
   CHECK(d->mock_dir == NULL && d->admin_hosts == NULL);
   CHECK(d->server_header != NULL && strcmp(d->server_header, "moonport") == 0);
   CHECK_EQ_INT(d->workers, 1);
@@ -151,6 +153,7 @@ static const setting settings[] = {
     {"--tls-ca", "ca.pem", "tls_ca", 0, "ca.pem"},
     {"--pg", "dbname=x", "pg", 0, "dbname=x"},
     {"--access-log", "access.log", "access_log", 0, "access.log"},
+    {"--access-log-format", "json", "access_log_format", 0, "json"},
     {"--server-header", "edge/1", "server_header", 0, "edge/1"},
     {"--no-cors", NULL, "cors", 0, NULL},
     {"--admin-cors", NULL, "admin_cors", 1, NULL},
@@ -159,6 +162,7 @@ static const setting settings[] = {
     {"--check", NULL, "check", 1, NULL},
     {"--debug", NULL, "debug", 1, NULL},
     {"--record-mappings", NULL, "record_mappings", 1, NULL},
+    {"--request-id", NULL, "request_id", 1, NULL},
     {"--listen", "10.1.2.3:4567", "", 0, NULL},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])
@@ -442,6 +446,8 @@ static void test_special_values(void) {
   CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "app.lua"), MP_CONFIG_USAGE);
   CHECK_EQ_INT(PARSE(&cfg, "--stats"), MP_CONFIG_USAGE);
   CHECK(strcmp(output, "moonport: no APP.lua given (see --help)\n") == 0);
+  CHECK_EQ_INT(PARSE(&cfg, "--access-log-format", "apache", "app.lua"), MP_CONFIG_USAGE);
+  CHECK(strstr(output, "--access-log-format apache") != NULL);
   /* --record-mappings records what --proxy-all answers into --mock DIR. */
   CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "--record-mappings"), MP_CONFIG_USAGE);
   CHECK(strstr(output, "--record-mappings") != NULL);

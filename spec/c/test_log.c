@@ -1,7 +1,7 @@
 /*
  * The access log on strings: the line written for a request, with the
  * request line escaped so that its quoted field stays one field whatever
- * bytes the request held.
+ * bytes the request held, in each of the log's formats.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,12 +11,12 @@
 
 static char path[] = "/tmp/moonport-test-log-XXXXXX";
 
-/* The line the access log wrote for request, read back from the file. */
-static const char *logged(const char *request, size_t len) {
+/* The line the access log wrote for e, read back from the file. */
+static const char *logged_entry(const mp_access_entry *e) {
   static char line[8192];
   FILE *f = fopen(path, "w"); /* empty it */
   if (f != NULL) fclose(f);
-  mp_access_log("127.0.0.1", request, len, 200, 5, 0.25, 7, 0);
+  mp_access_log(e);
   mp_access_log_flush();
   f = fopen(path, "r");
   line[0] = '\0';
@@ -26,6 +26,13 @@ static const char *logged(const char *request, size_t len) {
     fclose(f);
   }
   return line;
+}
+
+static const char *logged(const char *request, size_t len) {
+  mp_access_entry e = {.host = "127.0.0.1", .request = request,
+                       .request_len = len, .status = 200, .bytes = 5,
+                       .seconds = 0.25, .lua_bytes = 7};
+  return logged_entry(&e);
 }
 
 /* The quoted request field of a line, without its quotes. */
@@ -65,13 +72,50 @@ static void test_long_request(void) {
   CHECK(line[strlen(line) - 1] == '\n');
 }
 
+/* A request with its referer, user agent and id, in every format. */
+static void test_formats(void) {
+  mp_access_entry e = {
+      .host = "127.0.0.1", .request = "GET /a?b=1 HTTP/1.1", .request_len = 19,
+      .method = "GET", .target = "/a?b=\"1\"", .target_len = 8, .status = 201,
+      .bytes = 12, .seconds = 0.5, .lua_bytes = 3, .c_bytes = 4,
+      .referer = "http://x/", .referer_len = 9, .agent = "curl/8\x01",
+      .agent_len = 7, .id = "abc-1", .id_len = 5};
+  const char *line = logged_entry(&e);
+  CHECK(strstr(line, "\"GET /a?b=1 HTTP/1.1\" 201 12 0.500000 3 4 0 abc-1\n") != NULL);
+  mp_access_log_close();
+  CHECK_EQ_INT(mp_access_log_open(path, MP_ACCESS_COMMON), 0);
+  line = logged_entry(&e);
+  CHECK(strstr(line, "\"GET /a?b=1 HTTP/1.1\" 201 12\n") != NULL);
+  mp_access_log_close();
+  CHECK_EQ_INT(mp_access_log_open(path, MP_ACCESS_COMBINED), 0);
+  line = logged_entry(&e);
+  CHECK(strstr(line, "\" 201 12 \"http://x/\" \"curl/8\\x01\"\n") != NULL);
+  mp_access_log_close();
+  CHECK_EQ_INT(mp_access_log_open(path, MP_ACCESS_JSON), 0);
+  line = logged_entry(&e);
+  CHECK(strncmp(line, "{\"time\":\"", 9) == 0);
+  CHECK(strstr(line, "\"remote\":\"127.0.0.1\",\"method\":\"GET\","
+                     "\"path\":\"/a?b=\\\"1\\\"\",\"status\":201,\"bytes\":12,"
+                     "\"duration\":0.500000,\"lua_bytes\":3,\"c_bytes\":4,"
+                     "\"worker\":0,\"request_id\":\"abc-1\","
+                     "\"user_agent\":\"curl/8\\u0001\",\"referer\":\"http://x/\"}\n") != NULL);
+  /* A line without a request: nulls, not empty strings. */
+  mp_access_entry bad = {.host = "127.0.0.1", .request = "-", .request_len = 1,
+                         .status = 400};
+  line = logged_entry(&bad);
+  CHECK(strstr(line, "\"method\":null,\"path\":null,\"status\":400") != NULL);
+  CHECK(mp_access_format_named("combined") == MP_ACCESS_COMBINED);
+  CHECK(mp_access_format_named("apache") == -1);
+}
+
 int main(void) {
   int fd = mkstemp(path);
   CHECK(fd >= 0);
   if (fd >= 0) close(fd);
-  CHECK_EQ_INT(mp_access_log_open(path), 0);
+  CHECK_EQ_INT(mp_access_log_open(path, MP_ACCESS_MOONPORT), 0);
   test_escaping();
   test_long_request();
+  test_formats();
   mp_access_log_close();
   unlink(path);
   return check_report("log");

@@ -25,6 +25,7 @@ int mp_req_param_at(uint64_t ctx, int i, const char **name,
 int mp_req_read(uint64_t ctx, const char **out);
 int mp_req_abort_told(uint64_t ctx);
 int mp_req_remote_addr(uint64_t ctx, const char **out);
+int mp_req_id(uint64_t ctx, const char **out);
 int mp_req_trailers(uint64_t ctx, const char **out);
 ]]
 
@@ -41,6 +42,7 @@ local mp_req_read = C.mp_req_read
 local mp_req_abort_told = C.mp_req_abort_told
 local mp_req_remote_addr = C.mp_req_remote_addr
 local mp_req_trailers = C.mp_req_trailers
+local mp_req_id = C.mp_req_id
 
 local MP_AGAIN = C.MP_AGAIN
 local MP_CLOSED = C.MP_CLOSED
@@ -100,6 +102,16 @@ function fields.remote_addr(self)
   local n = mp_req_remote_addr(self, out)
   if n == MP_BAD_CONTEXT then fail(n, "req.remote_addr") end
   if n < 0 then return nil end
+  return ffi_string(out[0], n)
+end
+
+-- The request's id: the client's X-Request-Id when it is 1 to 64 bytes of
+-- letters, digits and "-_.:", else 32 hex digits made for it (with
+-- --request-id, also the X-Request-Id response field and in its log
+-- lines).
+function fields.id(self)
+  local n = mp_req_id(self, out)
+  if n < 0 then fail(n, "req.id") end
   return ffi_string(out[0], n)
 end
 

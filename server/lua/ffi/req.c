@@ -161,6 +161,13 @@ int mp_req_remote_addr(uint64_t ctx, const char **out) {
   return (int)strlen(*out);
 }
 
+int mp_req_id(uint64_t ctx, const char **out) {
+  LOOKUP(r);
+  size_t n;
+  *out = mp_request_id(r, &n);
+  return (int)n;
+}
+
 int mp_req_trailers(uint64_t ctx, const char **out) {
   LOOKUP(r);
   *out = r->trailers.data ? r->trailers.data : "";
