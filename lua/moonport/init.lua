@@ -74,4 +74,7 @@ moonport.socket = require("moonport.core.socket")
 -- @usage local page = moonport.template.load("views/page.html")
 moonport.template = require("moonport.template")
 
+--- Response compression, a middleware: app:use(moonport.compress{...}).
+moonport.compress = require("moonport.compress")
+
 return moonport

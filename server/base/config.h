@@ -37,6 +37,7 @@ typedef struct mp_config {
   const char *proxy_all;  /* --proxy-all URL: unmatched mock requests go there */
   const char *access_log_format; /* --access-log-format: its name */
   bool request_id;        /* --request-id: every request gets an id */
+  bool gzip;              /* --gzip: compress what clients accept */
   bool record_mappings;   /* --record-mappings: what --proxy-all answers is recorded */
   unsigned journal_size;  /* requests the mock journal keeps */
   bool watch;             /* reload when the app's files change */

@@ -170,6 +170,18 @@ int mp_res_finish(uint64_t ctx);
 /* kind: MP_FAULT_*. */
 int mp_res_fault(uint64_t ctx, int kind);
 
+/* ---- Response compression (ffi/compress.c) ---- */
+
+/* Registers a compression rule for this worker (server/req/compress.h):
+ * types (comma-separated types or "type/" prefixes; NULL for the default
+ * list), the least body length, level 1 to 9. Returns its number (1 up),
+ * MP_INVALID, or MP_NOMEM past MP_COMPRESS_MAX_RULES rules. */
+int mp_compress_rule_new(const char *types, double min_length, int level);
+/* Compresses res's body by rule (a number from mp_compress_rule_new)
+ * where the client accepts gzip. Returns 0, MP_STATE once its head has
+ * gone out, MP_INVALID for a number out of range. */
+int mp_res_compress(uint64_t ctx, int rule);
+
 /* ---- moonport.sleep (ffi/sleep.c) ---- */
 
 /* Suspends the running handler for ms milliseconds (capped at 2^53); the

@@ -188,6 +188,9 @@ static const option options[] = {
      "the access log's lines: moonport (Common Log Format, then seconds, "
      "Lua and C bytes, the worker and the request id), common, combined "
      "(with referer and user agent) or json (an object per line)"},
+    {"--gzip", OPT_SET, NULL, FLAG(gzip), NULL, 0, 0, NULL,
+     "gzip response bodies of text types (text/*, JSON, JavaScript, XML, "
+     "SVG) from 1 KiB up for clients that accept it"},
     {"--request-id", OPT_SET, NULL, FLAG(request_id), NULL, 0, 0, NULL,
      "give every request an id (the client's X-Request-Id when it is a "
      "short token, else one made here): req.id, the X-Request-Id response "

@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "compress.h"
 #include "conn.h"
 #include "errors.h"
 #include "log.h"
@@ -92,6 +93,7 @@ void mp_request_release(mp_request *r) {
   if ((r->outbound != NULL || r->upstream_ops > 0) &&
       s->release_outbound != NULL)
     s->release_outbound(r);
+  mp_compress_stream_free(r);
   r->gen++;
   r->conn = NULL;
   r->live = false;
@@ -265,6 +267,7 @@ bool mp_request_start(mp_request *r, const char *head, bool body_done) {
   r->keep_alive = r->msg.keep_alive;
   r->match.route = NULL;
   r->id_len = 0;
+  r->compress = 0;
   if (s->cfg->stats || mp_access_log_enabled()) r->start_ns = uv_hrtime();
   if (s->cfg->request_id) {
     size_t n;

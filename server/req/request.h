@@ -59,6 +59,8 @@ struct mp_request {
   uint64_t detached_at;      /* loop time it was detached */
   char peer[48];             /* the client's address, kept when detached */
   uint8_t id_len;            /* its request id (mp_request_id), 0: none yet */
+  uint8_t compress;          /* its compression rule (compress.h), 0: none */
+  void *gz;                  /* a compressed stream's deflate state, or NULL */
   char id[MP_REQUEST_ID_MAX];
   const char *head; /* first byte of the message in the connection's buffer */
 

@@ -4,6 +4,8 @@
  * The response is written straight into the connection's output buffer:
  * mp_response_send appends head and body in one go; mp_response_write
  * appends the head on first use, then each piece with its chunk framing.
+ * A body the app compresses (compress.h) is compressed on the way: whole
+ * in mp_response_send, piece by piece (each flushed) when streamed.
  * Nothing here writes to the socket or closes the connection; the
  * connection does that when control returns to it. Once a request is
  * detached (its client gone) the response functions still keep its state
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "compress.h"
 #include "conn.h"
 #include "errors.h"
 #include "http1_out.h"
@@ -141,12 +144,58 @@ int mp_response_header(mp_request *r, const char *name, size_t nlen,
   return 0;
 }
 
+/* The Content-Type the response goes out with: the handler's, else
+ * fallback. */
+static const char *type_of(const mp_request *r, const char *fallback,
+                           size_t *len) {
+  if (r->type_set) {
+    const char *p = r->headers.data;
+    const char *end = p + r->headers.len;
+    while (p != NULL && p < end) {
+      if ((size_t)(end - p) > 13 && mp_str_ieq(p, "Content-Type:", 13)) {
+        p += 13;
+        while (p < end && *p == ' ') p++;
+        const char *eol = memchr(p, '\r', (size_t)(end - p));
+        *len = eol ? (size_t)(eol - p) : 0;
+        return p;
+      }
+      p = memchr(p, '\n', (size_t)(end - p));
+      if (p != NULL) p++;
+    }
+  }
+  *len = strlen(fallback);
+  return fallback;
+}
+
+/* Whether the response is to be compressed (and says so in its head),
+ * with its Vary field added when compression depends on the client. */
+static bool compressing(mp_request *r, const char *content_type) {
+  if (r->compress == 0 && !r->srv->cfg->gzip) return false;
+  size_t ctlen;
+  const char *ct = type_of(r, content_type, &ctlen);
+  bool vary;
+  bool yes = mp_compress_wanted(r, ct, ctlen, &vary);
+  if (vary) mp_response_header(r, "Vary", 4, "Accept-Encoding", 15);
+  return yes;
+}
+
 int mp_response_send(mp_request *r, const char *body, size_t len,
                      const char *content_type) {
   if (r->res != MP_RES_NEW) return MP_STATE;
   if (r->conn == NULL) { /* the client has gone: nobody to send it to */
     r->res = MP_RES_DONE;
     return 0;
+  }
+  if (compressing(r, content_type)) {
+    const char *z;
+    size_t zlen;
+    int rc = mp_compress_whole(r, body, len, &z, &zlen);
+    if (rc < 0) return rc;
+    if (rc == 0) {
+      mp_response_header(r, "Content-Encoding", 16, "gzip", 4);
+      body = z;
+      len = zlen;
+    }
   }
   if (write_head(r, content_type, (int64_t)len) != 0) return MP_NOMEM;
   r->res = MP_RES_DONE;
@@ -166,6 +215,23 @@ static void length_mismatch(mp_request *r, const char *what) {
   if (r->conn != NULL) mp_conn_close_after_flush(r->conn);
 }
 
+/* A compressed stream's piece (or its end, final): deflated and flushed
+ * through the worker's piece buffer, then framed. */
+static int write_compressed(mp_request *r, const char *data, size_t len,
+                            bool final, mp_buf *out) {
+  static mp_buf piece;
+  piece.len = 0;
+  if (mp_compress_stream(r, data, len, final, &piece) != 0) return MP_NOMEM;
+  if (piece.len == 0) return 0;
+  if (!r->chunked) return mp_buf_append(out, piece.data, piece.len);
+  char size[24];
+  int n = snprintf(size, sizeof size, "%zx\r\n", piece.len);
+  if (mp_buf_reserve(out, (size_t)n + piece.len + 2) != 0) return MP_NOMEM;
+  mp_buf_append(out, size, (size_t)n);
+  mp_buf_append(out, piece.data, piece.len);
+  return mp_buf_append(out, "\r\n", 2);
+}
+
 static int start_stream(mp_request *r) {
   int64_t length;
   if (r->length_set) {
@@ -179,6 +245,11 @@ static int start_stream(mp_request *r) {
     r->keep_alive = false;
   }
   if (r->head_only || !body_allowed(r->status)) r->chunked = false;
+  /* A declared length is the handler's bytes: kept as they are. */
+  if (!r->length_set && compressing(r, TEXT_PLAIN)) {
+    if (mp_compress_stream_start(r) != 0) return MP_NOMEM;
+    mp_response_header(r, "Content-Encoding", 16, "gzip", 4);
+  }
   if (write_head(r, TEXT_PLAIN, length) != 0) return MP_NOMEM;
   r->res = MP_RES_STREAMING;
   return 0;
@@ -196,6 +267,7 @@ int mp_response_write(mp_request *r, const char *data, size_t len) {
   r->sent += (int64_t)len;
   if (r->head_only || !body_allowed(r->status)) return 0;
   mp_buf *out = mp_conn_out(r->conn);
+  if (r->gz != NULL) return write_compressed(r, data, len, false, out);
   if (r->chunked) {
     char size[24];
     int n = snprintf(size, sizeof size, "%zx\r\n", len);
@@ -212,6 +284,9 @@ int mp_response_finish(mp_request *r) {
   if (r->res == MP_RES_NEW) return mp_response_send(r, "", 0, TEXT_PLAIN);
   r->res = MP_RES_DONE;
   if (r->conn == NULL) return 0;
+  if (r->gz != NULL && !r->head_only && body_allowed(r->status) &&
+      write_compressed(r, "", 0, true, mp_conn_out(r->conn)) != 0)
+    return MP_NOMEM;
   if (r->chunked) return mp_buf_append(mp_conn_out(r->conn), "0\r\n\r\n", 5);
   if (r->length_set && r->sent < r->declared)
     length_mismatch(r, "finished short of its declared length");

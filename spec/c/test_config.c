@@ -25,7 +25,7 @@ static const struct field {
     F(server_header), F(error_log), F(workers), F(workers_auto),
     F(handler_timeout_ms), F(shared_size), F(mock_state_size),
     F(journal_memory), F(mock_dir), F(cors), F(admin_cors), F(admin_hosts), F(proxy_all), F(record_mappings),
-    F(access_log_format), F(request_id),
+    F(access_log_format), F(request_id), F(gzip),
     F(journal_size), F(watch), F(watch_delay_ms), F(request_memory_limit),
     F(load_timeout_ms), F(load_memory_limit), F(write_high_water),
     F(idle_timeout_ms), F(shutdown_timeout_ms), F(header_timeout_ms),
@@ -163,6 +163,7 @@ static const setting settings[] = {
     {"--debug", NULL, "debug", 1, NULL},
     {"--record-mappings", NULL, "record_mappings", 1, NULL},
     {"--request-id", NULL, "request_id", 1, NULL},
+    {"--gzip", NULL, "gzip", 1, NULL},
     {"--listen", "10.1.2.3:4567", "", 0, NULL},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])
