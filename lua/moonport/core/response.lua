@@ -18,6 +18,7 @@ int mp_res_send(uint64_t ctx, const char *body, size_t len,
 int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
 int mp_res_fault(uint64_t ctx, int kind);
+int mp_res_progress(uint64_t ctx);
 ]]
 
 local C = ffi.C
@@ -28,6 +29,7 @@ local mp_res_send = C.mp_res_send
 local mp_res_write = C.mp_res_write
 local mp_res_finish = C.mp_res_finish
 local mp_res_fault = C.mp_res_fault
+local mp_res_progress = C.mp_res_progress
 
 local MP_AGAIN = C.MP_AGAIN
 local MP_CLOSED = C.MP_CLOSED
@@ -163,6 +165,57 @@ function Res:fault(kind)
   if k == nil then error("res:fault: unknown fault '" .. tostring(kind) .. "'", 2) end
   local rc = mp_res_fault(self, k)
   if rc ~= 0 then fail(rc, "res:fault") end
+end
+
+-- Server-sent events -------------------------------------------------------
+
+local concat = table.concat
+
+-- A field's value on one line: CR, LF and NUL would end it or more.
+local function one_line(v, what)
+  v = tostring(v)
+  if v:find("[%z\r\n]") then error("res:sse: " .. what .. " must be one line", 3) end
+  return v
+end
+
+--- Sends one server-sent event: `data` (a string, split into a "data:"
+-- line per line, or any other value sent as JSON), `event`, `id`,
+-- `retry` (ms) and `comment`. The first event sends the stream's head
+-- (Content-Type: text/event-stream, Cache-Control: no-cache); each event
+-- is written, and flushed, as res:write writes. Returns res, or nil,
+-- "closed" once the client has gone.
+-- @usage while res:sse{ event = "tick", data = { n = n } } do moonport.sleep(1000) end
+function Res:sse(ev)
+  check_self(self, "res:sse")
+  if type(ev) ~= "table" then error("res:sse: takes a table {data, event, id, retry, comment}", 2) end
+  if mp_res_progress(self) == 0 then
+    self:header("Content-Type", "text/event-stream")
+    self:header("Cache-Control", "no-cache")
+  end
+  local out = {}
+  if ev.comment ~= nil then
+    for line in (tostring(ev.comment) .. "\n"):gmatch("([^\r\n]*)\r?\n") do out[#out + 1] = ": " .. line .. "\n" end
+  end
+  if ev.event ~= nil then out[#out + 1] = "event: " .. one_line(ev.event, "event") .. "\n" end
+  if ev.id ~= nil then out[#out + 1] = "id: " .. one_line(ev.id, "id") .. "\n" end
+  if ev.retry ~= nil then
+    local ms = tonumber(ev.retry)
+    if ms == nil or ms < 0 or ms % 1 ~= 0 then error("res:sse: retry must be a whole number of ms", 2) end
+    out[#out + 1] = ("retry: %d\n"):format(ms)
+  end
+  local data = ev.data
+  if data ~= nil then
+    if type(data) ~= "string" then
+      local ok, text = pcall(json.encode, data)
+      if not ok then error("res:sse: data: " .. tostring(text), 2) end
+      data = text
+    end
+    data = data:gsub("\r\n", "\n"):gsub("\r", "\n")
+    for line in (data .. "\n"):gmatch("([^\n]*)\n") do out[#out + 1] = "data: " .. line .. "\n" end
+  end
+  if #out == 0 then error("res:sse: an event needs data, event, id, retry or a comment", 2) end
+  out[#out + 1] = "\n"
+  return self:write(concat(out))
 end
 
 return { methods = Res }
