@@ -74,4 +74,14 @@ moonport.socket = require("moonport.core.socket")
 -- @usage local page = moonport.template.load("views/page.html")
 moonport.template = require("moonport.template")
 
+--- Percent-encoding and query strings: decode, encode, parse_query,
+-- build_query (also require("moonport.url")).
+-- @usage local q = moonport.url.parse_query(req.query_string)
+moonport.url = require("moonport.url")
+
+--- Cookies: parse, serialize, sign and verify (also
+-- require("moonport.cookie")); req:cookie and res:cookie are made of them.
+-- @usage local uid = moonport.cookie.verify(req:cookie("uid"), secret)
+moonport.cookie = require("moonport.cookie")
+
 return moonport
