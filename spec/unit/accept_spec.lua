@@ -21,6 +21,9 @@ describe("moonport.accept", function()
     assert.equal("html", best("*/*;q=0.1, text/*", { "json", "html" }))
     -- text/html;q=0 refuses html although text/* accepts it.
     assert.equal("text", best("text/*, text/html;q=0", { "html", "text" }))
+    assert.equal("text", best("text/html;q=0, text/*", { "html", "text" }))
+    assert.equal("json", best("application/json;q=0.2, */*;q=0.9", { "json" }) and "json")
+    assert.equal("html", best("application/json;q=0.2, */*;q=0.9", { "json", "html" }))
     assert.is_nil(best("application/json;q=0", { "json" }))
   end)
 
