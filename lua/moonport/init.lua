@@ -77,4 +77,14 @@ moonport.template = require("moonport.template")
 --- Response compression, a middleware: app:use(moonport.compress{...}).
 moonport.compress = require("moonport.compress")
 
+--- Percent-encoding and query strings: decode, encode, parse_query,
+-- build_query (also require("moonport.url")).
+-- @usage local q = moonport.url.parse_query(req.query_string)
+moonport.url = require("moonport.url")
+
+--- Cookies: parse, serialize, sign and verify (also
+-- require("moonport.cookie")); req:cookie and res:cookie are made of them.
+-- @usage local uid = moonport.cookie.verify(req:cookie("uid"), secret)
+moonport.cookie = require("moonport.cookie")
+
 return moonport

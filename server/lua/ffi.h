@@ -586,4 +586,12 @@ const char *mp_httpc_error(const void *p);
 int mp_httpc_gunzip(const char *in, size_t len, char *out, size_t cap,
                     size_t *outlen);
 
+/* ---- Percent-decoding for moonport.url (ffi/url.c) ---- */
+
+/* Percent-decodes len bytes of src into dst (at least len bytes), as
+ * req:query decodes its values: a malformed escape stays as it is, and
+ * with plus_space non-zero '+' becomes ' '. Returns the decoded length,
+ * or MP_INVALID when len is over INT_MAX. */
+int mp_url_unescape(const char *src, size_t len, int plus_space, char *dst);
+
 #endif

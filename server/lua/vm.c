@@ -359,7 +359,14 @@ static void over_limit(mp_vm *vm, mp_request *r) {
            (unsigned long long)vm->heap.limit);
   log_failure(vm, r, msg);
   r->srv->stats.memory_limit_hits++;
+  /* Collected charged to no request: r's charge, which may still be the
+   * one in force (request.c starts handlers under it), refuses every
+   * growth now, and a full collection can allocate (LuaJIT shrinks its
+   * string table once the handler's strings are garbage), which refused
+   * here would be an error outside any protected call: a panic. */
+  mp_charge *was = mp_charge_switch(NULL);
   lua_gc(vm->L, LUA_GCCOLLECT, 0);
+  mp_charge_switch(was);
 }
 
 /* What the heartbeat says r runs: its route, or that a timer runs. */

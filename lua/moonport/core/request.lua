@@ -8,6 +8,10 @@ local ffi = require("ffi")
 local base = require("moonport.core.base")
 local runner = require("moonport.core.runner")
 local json = require("moonport.json")
+local url = require("moonport.url")
+local cookie = require("moonport.cookie")
+local multipart = require("moonport.multipart")
+local accept = require("moonport.accept")
 
 ffi.cdef[[
 int mp_req_method(uint64_t ctx, const char **out);
@@ -329,6 +333,89 @@ function methods.json(self)
   local value, err = json_decode(self:body())
   if value == nil then return nil, "invalid JSON: " .. err end
   return value
+end
+
+-- Cookies, forms, multipart bodies, negotiation --------------------------
+-- Made of moonport.cookie, moonport.url, moonport.multipart and
+-- moonport.accept; nothing here is kept for the request, so a route that
+-- calls none of them pays nothing for them.
+
+local parse_cookies, parse_query = cookie.parse, url.parse_query
+local multipart_boundary, multipart_parts = multipart.boundary, multipart.parts
+local multipart_options = multipart.options
+local accept_best = accept.best
+local lower, match = string.lower, string.match
+
+-- A request header's value, or nil; what names the method for errors.
+local function header_of(self, name, what)
+  local n = mp_req_header(self, name, #name, out)
+  if n == MP_NOT_FOUND then return nil end
+  if n < 0 then fail(n, what) end
+  return ffi_string(out[0], n)
+end
+
+--- The request's cookies (its Cookie header) as a table of names to
+-- values ({} when none), read as moonport.cookie.parse reads them: the
+-- first of a repeated name wins, quotes are dropped, values
+-- percent-decoded.
+-- @usage for name, value in pairs(req:cookies()) do ... end
+function methods.cookies(self)
+  check_self(self, "req:cookies")
+  return parse_cookies(header_of(self, "cookie", "req:cookies"))
+end
+
+--- The value of the cookie name, or nil.
+-- @usage local sid = req:cookie("sid")
+function methods.cookie(self, name)
+  check_self(self, "req:cookie")
+  if type(name) ~= "string" then error("req:cookie: name must be a string", 2) end
+  return parse_cookies(header_of(self, "cookie", "req:cookie"))[name]
+end
+
+--- The body of an application/x-www-form-urlencoded request as a table
+-- (moonport.url.parse_query: "+" and %XX decoded, a repeated name gives
+-- the list of its values); nil and why for any other Content-Type. Reads
+-- the body with req:body, so the body is held whole: --max-body-size
+-- bounds it.
+-- @usage local form, err = req:form(); if not form then return res:status(415):send(err) end
+function methods.form(self)
+  check_self(self, "req:form")
+  local content_type = header_of(self, "content-type", "req:form")
+  local media = content_type and lower(match(content_type, "^[ \t]*([^; \t]*)"))
+  if media ~= "application/x-www-form-urlencoded" then
+    return nil, "not a form: Content-Type is " ..
+      (content_type and "'" .. content_type .. "'" or "missing") ..
+      ", not application/x-www-form-urlencoded"
+  end
+  return parse_query(self:body())
+end
+
+--- An iterator over the parts of a multipart/form-data body, read as it
+-- arrives (moonport.multipart): each part has headers, name, filename,
+-- content_type and part:read(n), part:chunks(), part:body(). opts:
+-- max_parts (100) and max_header_size (8 KiB, one part's headers). nil
+-- and why when the request is not multipart/form-data. A malformed body
+-- or a limit passed raises a table with status (400 or 413) and message.
+-- @usage for part in req:parts() do print(part.name, part.filename) end
+function methods.parts(self, opts)
+  check_self(self, "req:parts")
+  local max_parts, max_header_size = multipart_options(opts)
+  local boundary, err = multipart_boundary(header_of(self, "content-type", "req:parts"))
+  if not boundary then return nil, err end
+  return multipart_parts(function() return read(self) end, boundary,
+                         max_parts, max_header_size)
+end
+
+--- Of the types offered, by short name ("json", "html", "text", ...; see
+-- moonport.accept.types) or as type/subtype, the one the Accept header
+-- prefers, or nil when it accepts none; the first one when the request
+-- has no Accept header. Offers come as arguments or as one list.
+-- @usage local kind = req:accepts("json", "html")
+function methods.accepts(self, ...)
+  check_self(self, "req:accepts")
+  local offers = ...
+  if type(offers) ~= "table" then offers = { ... } end
+  return accept_best(header_of(self, "accept", "req:accepts"), offers)
 end
 
 return request

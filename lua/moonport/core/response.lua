@@ -7,6 +7,7 @@ local ffi = require("ffi")
 local base = require("moonport.core.base")
 local runner = require("moonport.core.runner")
 local json = require("moonport.json")
+local cookie = require("moonport.cookie")
 
 ffi.cdef[[
 int mp_res_status(uint64_t ctx, int status);
@@ -100,13 +101,27 @@ function Res:send(body)
   return self
 end
 
---- Sends value encoded as JSON by moonport.json (application/json);
--- returns res. Raises for what JSON cannot hold (a function, a cycle, NaN).
+-- Sets the status for res:json, res:html and res:redirect: the code, or
+-- MP_INVALID for a code that is no integer in 200..599.
+local function set_status(self, code)
+  if type(code) ~= "number" or code % 1 ~= 0 then return MP_INVALID end
+  return mp_res_status(self, code)
+end
+
+--- Sends value encoded as JSON by moonport.json (application/json), with
+-- status when given (as res:status(status):json(value)); returns res.
+-- Raises for what JSON cannot hold (a function, a cycle, NaN).
 -- @usage res:json({ok = true, items = moonport.json.empty_array})
-function Res:json(value)
+-- @usage res:json({error = "no such user"}, 404)
+function Res:json(value, status)
   check_self(self, "res:json")
   local ok, body, len = pcall(json_encode_buffer, value)
   if not ok then error("res:json: " .. tostring(body):gsub("^.-json%.encode: ", ""), 2) end
+  if status ~= nil then
+    local rc = set_status(self, status)
+    if rc == MP_INVALID then error("res:json: status must be an integer, 200..599", 2) end
+    if rc ~= 0 then fail(rc, "res:json") end
+  end
   local rc = mp_res_send(self, body, len, 1)
   if rc ~= 0 then fail(rc, "res:json") end
   return self
@@ -216,6 +231,87 @@ function Res:sse(ev)
   if #out == 0 then error("res:sse: an event needs data, event, id, retry or a comment", 2) end
   out[#out + 1] = "\n"
   return self:write(concat(out))
+end
+
+-- Cookies, HTML and redirects ---------------------------------------------
+
+local find, gsub, format, byte = string.find, string.gsub, string.format, string.byte
+local serialize_cookie = cookie._serialize
+
+--- Adds a Set-Cookie field for name=value (moonport.cookie.serialize:
+-- the name a token, the value percent-encoded where it has bytes a cookie
+-- cannot hold) with opts path, domain, max_age, expires (seconds since
+-- the epoch), secure, http_only, same_site ("Strict", "Lax", "None");
+-- each call adds a field of its own. Raises for a name that is no token,
+-- an unknown option, or a path or domain with ';' or a control byte.
+-- Returns res.
+-- @usage res:cookie("sid", id, {path = "/", http_only = true, same_site = "Lax", max_age = 3600})
+function Res:cookie(name, value, opts)
+  check_self(self, "res:cookie")
+  local text = serialize_cookie("res:cookie", name, value, opts)
+  local rc = mp_res_header(self, "Set-Cookie", 10, text, #text)
+  if rc ~= 0 then fail(rc, "res:cookie") end
+  return self
+end
+
+local HTML = "text/html; charset=utf-8"
+
+--- Sends text as text/html; charset=utf-8, with status when given;
+-- returns res.
+-- @usage res:html("<h1>Hello</h1>")
+function Res:html(text, status)
+  check_self(self, "res:html")
+  if type(text) == "number" then text = tostring(text) end
+  if type(text) ~= "string" then error("res:html: text must be a string", 2) end
+  local rc
+  if status ~= nil then
+    rc = set_status(self, status)
+    if rc == MP_INVALID then error("res:html: status must be an integer, 200..599", 2) end
+    if rc ~= 0 then fail(rc, "res:html") end
+  end
+  rc = mp_res_header(self, "Content-Type", 12, HTML, #HTML)
+  if rc ~= 0 then fail(rc, "res:html") end
+  rc = mp_res_send(self, text, #text, 0)
+  if rc ~= 0 then fail(rc, "res:html") end
+  return self
+end
+
+local function pct(c) return format("%%%02X", byte(c)) end
+
+--- Answers a redirect to url: status (300..399, 302 when not given),
+-- Location and a short text/plain body. Bytes a URI cannot hold (space,
+-- '"', '<', '>', bytes past 0x7e, a '%' that begins no %XX, ...) are
+-- percent-encoded in Location; a control byte (CR, LF, ...) raises, so
+-- that a URL taken from the request cannot add header fields. Returns
+-- res.
+-- @usage res:redirect("/login?next=" .. moonport.url.encode(req.target))
+function Res:redirect(url, status)
+  check_self(self, "res:redirect")
+  if type(url) ~= "string" or url == "" then
+    error("res:redirect: url must be a non-empty string", 2)
+  end
+  if find(url, "[%z\1-\31\127]") then
+    error("res:redirect: url must have no control bytes (CR, LF, ...)", 2)
+  end
+  if status == nil then status = 302 end
+  if type(status) ~= "number" or status % 1 ~= 0 or status < 300 or status > 399 then
+    error("res:redirect: status must be an integer, 300..399", 2)
+  end
+  local location = gsub(url, "[^A-Za-z0-9%-%._~:/%?#%[%]@!%$&'%(%)%*%+,;=%%]", pct)
+  if find(location, "%", 1, true) then
+    local text = location
+    location = gsub(text, "()%%", function(at)
+      if not find(text, "^%x%x", at + 1) then return "%25" end
+    end)
+  end
+  local rc = mp_res_status(self, status)
+  if rc ~= 0 then fail(rc, "res:redirect") end
+  rc = mp_res_header(self, "Location", 8, location, #location)
+  if rc ~= 0 then fail(rc, "res:redirect") end
+  local body = "Redirecting to " .. location .. "\n"
+  rc = mp_res_send(self, body, #body, 0)
+  if rc ~= 0 then fail(rc, "res:redirect") end
+  return self
 end
 
 return { methods = Res }
