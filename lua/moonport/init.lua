@@ -77,8 +77,9 @@ end
 -- (res:send, res:json, res:write, ...) ends the chain: later middleware
 -- and the handler do not run. Values for later middleware and the
 -- handler go in req.ctx. fn may also be a table with `run` (the
--- middleware) and `first` (run before every other middleware of the
--- chain: moonport.cors's preflights). Returns the app.
+-- middleware) and/or `first` (a middleware that runs before every other
+-- of the chain, whatever the order of declaration: moonport.cors).
+-- Returns the app.
 -- @usage app:use(function(req, res) if not req:header("authorization") then res:status(401):json({error = "login"}) end end)
 -- @usage app:use("/admin", require_admin)
 function App:use(prefix, fn)
@@ -87,12 +88,12 @@ function App:use(prefix, fn)
   local run, first = fn, nil
   if type(fn) == "table" then
     run, first = fn.run, fn.first
-    if first ~= nil and type(first) ~= "function" then
-      error("app:use: a middleware table's 'first' must be a function", 2)
+    if (run ~= nil and type(run) ~= "function") or (first ~= nil and type(first) ~= "function")
+        or (run == nil and first == nil) then
+      error("app:use: a middleware table has a 'run' function, a 'first' one, or both", 2)
     end
-  end
-  if type(run) ~= "function" then
-    error("app:use: middleware must be a function or a table with a 'run' function", 2)
+  elseif type(run) ~= "function" then
+    error("app:use: middleware must be a function or a table with 'run' or 'first'", 2)
   end
   push(self, "middleware", { prefix = prefix, run = run, first = first })
   return self

@@ -12,8 +12,8 @@
 -- the core without entering Lua.
 --
 -- A middleware is a function(req, res), or a table with `run` (that
--- function) and optionally `first`, a function that runs before every
--- other middleware of the chain (moonport.cors answers preflights there).
+-- function), `first` (one that runs before every other middleware of the
+-- chain: moonport.cors answers preflights there), or both.
 -- The chain stops at the first middleware after which the response has
 -- begun.
 -- @module moonport.core.middleware
@@ -249,7 +249,7 @@ local function route_list(scope_chain, pattern)
       if cover ~= "never" then
         local p = cover == "always" and "" or prefix
         if m.first then firsts[#firsts + 1] = guarded(p, m.first) end
-        runs[#runs + 1] = guarded(p, m.run)
+        if m.run then runs[#runs + 1] = guarded(p, m.run) end
       end
     end
   end
