@@ -35,7 +35,9 @@ describe("middleware", function()
     local status, _, body = get(server.port, "/trail", { ["X-Stop"] = "1" })
     assert.equal(418, status)
     assert.equal("stopped at a", body)
-    assert.truthy(logged(server, "after: GET /trail 418"), server:stderr())
+    -- Had the handler run, its res:send would have failed.
+    assert.truthy(logged(server, "after: GET /trail 418\n"), server:stderr())
+    assert.falsy(server:stderr():find("GET /trail: handler failed", 1, true), server:stderr())
   end)
 
   it("may wait, as a handler does", function()
