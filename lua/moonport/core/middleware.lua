@@ -19,7 +19,7 @@
 -- @module moonport.core.middleware
 
 local ffi = require("ffi")
-require("moonport.core.base")
+local base = require("moonport.core.base")
 local runner = require("moonport.core.runner")
 local log = require("moonport.core.log").log
 local response = require("moonport.core.response")
@@ -38,9 +38,9 @@ local mp_res_stage = C.mp_res_stage
 local mp_res_miss = C.mp_res_miss
 
 local type, error, tostring, ipairs = type, error, tostring, ipairs
-local xpcall = xpcall
+local xpcall, insert = xpcall, table.insert
 local on_error, EXIT, traced = runner.on_error, runner.EXIT, runner.traced
-local fail, check_self = require("moonport.core.base").fail, require("moonport.core.base").check_self
+local fail, check_self = base.fail, base.check_self
 
 -- The out-parameter of mp_res_stage, made once.
 local status_out = ffi.new("int[1]")
@@ -219,7 +219,7 @@ local function chain_of(scopes, index)
   local list = { s }
   for i = index - 1, 1, -1 do
     local t = scopes[i]
-    if t.depth < list[1].depth then table.insert(list, 1, t) end
+    if t.depth < list[1].depth then insert(list, 1, t) end
   end
   return list
 end
