@@ -9,7 +9,7 @@
 
 local core = require("moonport.core")
 
-local type, error = type, error
+local type, error, getmetatable, rawget = type, error, getmetatable, rawget
 local getinfo = debug.getinfo
 
 local moonport = { _VERSION = "1" }
@@ -52,6 +52,126 @@ for _, method in ipairs({ "get", "post", "put", "patch", "delete", "options" }) 
     return self
   end
 end
+
+-- Middleware and hooks (composed when the app is exported:
+-- lua/moonport/core/middleware.lua) ------------------------------------------
+
+local middleware_prefix = require("moonport.core.middleware").prefix
+
+-- Appends v to the list app[key], made on first use: an app that never
+-- declares one has none, and its routes stay as they are.
+local function push(app, key, v)
+  local list = rawget(app, key)
+  if list == nil then
+    list = {}
+    app[key] = list
+  end
+  list[#list + 1] = v
+end
+
+--- Adds middleware: fn(req, res) runs before the handler of every route
+-- (wherever the route is declared), in the order the middleware was
+-- declared, and for requests no route serves (before the not-found
+-- answer). With a prefix ("/api"), only for paths that are the prefix or
+-- lie under it. A middleware returns nothing to go on; one that answers
+-- (res:send, res:json, res:write, ...) ends the chain: later middleware
+-- and the handler do not run. Values for later middleware and the
+-- handler go in req.ctx. fn may also be a table with `run` (the
+-- middleware) and/or `first` (a middleware that runs before every other
+-- of the chain, whatever the order of declaration: moonport.cors).
+-- Returns the app.
+-- @usage app:use(function(req, res) if not req:header("authorization") then res:status(401):json({error = "login"}) end end)
+-- @usage app:use("/admin", require_admin)
+function App:use(prefix, fn)
+  if fn == nil then prefix, fn = "", prefix end
+  prefix = middleware_prefix(prefix, "app:use", 2)
+  local run, first = fn, nil
+  if type(fn) == "table" then
+    run, first = fn.run, fn.first
+    if (run ~= nil and type(run) ~= "function") or (first ~= nil and type(first) ~= "function")
+        or (run == nil and first == nil) then
+      error("app:use: a middleware table has a 'run' function, a 'first' one, or both", 2)
+    end
+  elseif type(run) ~= "function" then
+    error("app:use: middleware must be a function or a table with 'run' or 'first'", 2)
+  end
+  push(self, "middleware", { prefix = prefix, run = run, first = first })
+  return self
+end
+
+--- Adds an after hook: fn(req, res, err) runs once the handler has
+-- returned (and after a middleware ended the chain, or the not-found
+-- answer), also when it failed: err is then the error with its traceback
+-- (when no error hook answered, the core's 500 follows the hooks). Hooks
+-- run in the order declared, those of a mounted app before its parent's;
+-- one that fails is logged. The response has usually been sent by then:
+-- use res:get_status() to log it; headers must be added before the
+-- handler sends (app:use). Returns the app.
+-- @usage app:after(function(req, res) moonport.log(req.method .. " " .. req.path .. " " .. res:get_status()) end)
+function App:after(fn)
+  if type(fn) ~= "function" then error("app:after: fn must be a function", 2) end
+  push(self, "afters", fn)
+  return self
+end
+
+--- Sets the error hook: fn(req, res, err) answers in place of the core's
+-- 500 when a handler or a middleware raised and nothing of the response
+-- was sent yet (err is the message with its traceback, which goes to the
+-- error log as before). A mounted app's hook serves its own routes. When
+-- the hook raises too, the core's 500 answers. Returns the app.
+-- @usage app:error(function(req, res, err) res:status(500):json({error = "sorry"}) end)
+function App:error(fn)
+  if type(fn) ~= "function" then error("app:error: fn must be a function", 2) end
+  self.error_hook = fn
+  return self
+end
+
+--- Sets the not-found hook: fn(req, res) answers in place of the core's
+-- 404 for every request no route serves, whatever its method (a 405,
+-- where a route without a splat serves the path for another method, stays
+-- the core's). Middleware runs first. A mounted app's hook serves the
+-- paths under its prefix. Returns the app.
+-- @usage app:not_found(function(req, res) res:status(404):send("no such page") end)
+function App:not_found(fn)
+  if type(fn) ~= "function" then error("app:not_found: fn must be a function", 2) end
+  self.not_found_hook = fn
+  return self
+end
+
+--- Mounts another app under prefix: its routes answer at prefix ..
+-- pattern ("/" at the prefix itself), its middleware runs for paths
+-- under the prefix after the mounting app's, its hooks serve its routes
+-- and the paths under the prefix. Apps mount at export time, so routes
+-- added to either later count. Returns the app.
+-- @usage app:mount("/api", require("api"))
+function App:mount(prefix, other)
+  prefix = middleware_prefix(prefix, "app:mount", 2)
+  if getmetatable(other) == nil or getmetatable(other).__index == nil
+      or type(rawget(other, "routes")) ~= "table" then
+    error("app:mount: the second argument must be an app", 2)
+  end
+  if other == self then error("app:mount: an app cannot mount itself", 2) end
+  push(self, "mounts", { prefix, other })
+  return self
+end
+
+--- Declares a group of routes under prefix: fn(group) gets a new app to
+-- declare them on (routes, use, after, error, not_found, groups inside),
+-- mounted at prefix; its middleware runs for the group's paths only.
+-- Returns the app.
+-- @usage app:group("/api", function(api) api:use(auth); api:get("/me", me) end)
+function App:group(prefix, fn)
+  prefix = middleware_prefix(prefix, "app:group", 2)
+  if type(fn) ~= "function" then error("app:group: fn must be a function", 2) end
+  local group = moonport.app()
+  fn(group)
+  push(self, "mounts", { prefix, group })
+  return self
+end
+
+--- CORS middleware for app:use (lua/moonport/cors.lua).
+-- @usage app:use(moonport.cors{origins = {"https://app.example"}, credentials = true})
+moonport.cors = require("moonport.cors")
 
 moonport.sleep = core.sleep
 moonport.log = core.log

@@ -3,6 +3,12 @@
  * children, at most one parameter child and at most one splat child, and
  * the routes that end there, one per method. Nodes and routes live until
  * mp_router_free; matching allocates nothing.
+ *
+ * A failed match collects two method masks: what routes without a splat
+ * would serve at the path, and what splat routes would. Only the first
+ * makes the answer 405; a path that only splat routes of other methods
+ * cover is not found (a catch-all GET does not make every POST a 405).
+ * The Allow list names both.
  */
 #include "router.h"
 
@@ -30,9 +36,14 @@ struct mp_router {
   mp_route *routes;
   unsigned nroutes;
   uint64_t methods; /* every route's method, HEAD with GET's */
+  mp_route fallback; /* runs for misses when fallback.handler >= 0 */
 };
 
-mp_router *mp_router_new(void) { return calloc(1, sizeof(mp_router)); }
+mp_router *mp_router_new(void) {
+  mp_router *r = calloc(1, sizeof(mp_router));
+  if (r != NULL) r->fallback.handler = -1;
+  return r;
+}
 
 static void node_free(node *n) {
   if (n == NULL) return;
@@ -109,6 +120,11 @@ static bool valid_param_name(const char *p, size_t n) {
 int mp_router_add(mp_router *r, const char *method, const char *pattern,
                   int handler, char *err, size_t errlen) {
   int m = method_id(method);
+  if (r->fallback.handler >= 0) {
+    snprintf(err, errlen, "route %s %s added after the fallback", method,
+             pattern);
+    return MP_INVALID;
+  }
   if (m < 0) {
     snprintf(err, errlen, "unknown HTTP method '%s'", method);
     return MP_INVALID;
@@ -214,13 +230,15 @@ static bool serves(const mp_router *r, const node *n, uint8_t method,
   return false;
 }
 
-/* A splat child of n takes the rest of the path from s (possibly empty). */
+/* A splat child of n takes the rest of the path from s (possibly empty).
+ * Its methods go to m->splat_allow, which alone never makes a 405. */
 static bool splat(const mp_router *r, const node *n, uint8_t method,
                   size_t s, size_t len, mp_route_match *m, uint64_t *allow) {
+  (void)allow;
   if (n->splat == NULL || n->splat->nroutes == 0) return false;
   unsigned k = m->nparams++;
   m->params[k] = (mp_span){(uint32_t)s, (uint32_t)(len - s)};
-  if (serves(r, n->splat, method, m, allow)) return true;
+  if (serves(r, n->splat, method, m, &m->splat_allow)) return true;
   m->nparams = k;
   return false;
 }
@@ -249,12 +267,22 @@ static bool walk(const mp_router *r, const node *n, uint8_t method,
   return splat(r, n, method, s, len, m, allow);
 }
 
+/* A miss: rc, with the fallback as the route when there is one. */
+static int miss(const mp_router *r, mp_route_match *m, int rc) {
+  m->miss = rc == MP_DECLINED ? 405 : 404;
+  m->nparams = 0;
+  if (r->fallback.handler >= 0) m->route = &r->fallback;
+  return rc;
+}
+
 int mp_router_match(const mp_router *r, uint8_t method, const char *path,
                     size_t len, mp_route_match *m, uint64_t *allow) {
   *allow = 0;
   m->nparams = 0;
   m->route = NULL;
-  if (len == 0 || path[0] != '/') return MP_NOT_FOUND;
+  m->miss = 0;
+  m->allow = m->splat_allow = 0;
+  if (len == 0 || path[0] != '/') return miss(r, m, MP_NOT_FOUND);
   if (len == 1) {
     /* "/" is the root itself, and the root's splat with nothing after
      * the '/', as "/files/" is for a splat after "/files". */
@@ -264,7 +292,10 @@ int mp_router_match(const mp_router *r, uint8_t method, const char *path,
   } else if (walk(r, &r->root, method, path, len, 0, m, allow)) {
     return 0;
   }
-  return *allow != 0 ? MP_DECLINED : MP_NOT_FOUND;
+  if (*allow == 0) return miss(r, m, MP_NOT_FOUND);
+  *allow |= m->splat_allow;
+  m->allow = *allow;
+  return miss(r, m, MP_DECLINED);
 }
 
 uint64_t mp_router_methods(const mp_router *r) { return r->methods; }
@@ -285,6 +316,24 @@ size_t mp_router_allow_list(uint64_t allow, char *out, size_t cap) {
   }
   if (o < cap) out[o] = '\0';
   return o;
+}
+
+int mp_router_set_fallback(mp_router *r, int handler) {
+  if (handler < 0) return MP_INVALID;
+  r->fallback.handler = handler;
+  r->fallback.index = r->nroutes;
+  r->fallback.pattern = (char *)"(no route)"; /* never freed */
+  r->fallback.fallback = true;
+  return 0;
+}
+
+const mp_route *mp_router_fallback(const mp_router *r) {
+  return r->fallback.handler >= 0 ? &r->fallback : NULL;
+}
+
+const char *mp_route_method_name(const mp_route *route, uint8_t method) {
+  return llhttp_method_name(
+      (llhttp_method_t)(route->fallback ? method : route->method));
 }
 
 unsigned mp_router_count(const mp_router *r) { return r->nroutes; }

@@ -13,6 +13,13 @@
  * Paths are matched as sent (still percent-encoded); parameter values are
  * spans of the path, decoded by whoever reads them. HEAD is served by a GET
  * route when the path has no HEAD route of its own.
+ *
+ * A path that no route serves for the method is a miss: 405 when a route
+ * without a splat serves the path for another method, 404 otherwise (a
+ * path covered only by splat routes of other methods is not found). An
+ * app may give the router a fallback, a route of no method and no
+ * pattern that a miss matches instead (its middleware and not-found hook
+ * run there); the miss's status and Allow mask stay in the match.
  */
 #ifndef MP_ROUTER_H
 #define MP_ROUTER_H
@@ -32,6 +39,7 @@ typedef struct mp_route {
   uint8_t method; /* llhttp_method_t */
   char *pattern;
   int handler; /* the caller's handle (a Lua registry reference) */
+  bool fallback; /* the router's fallback: any method, any path */
   unsigned nparams;
   char *param_names[MP_MAX_PARAMS];
 } mp_route;
@@ -41,6 +49,9 @@ typedef struct mp_route_match {
   bool head_from_get; /* a HEAD request matched a GET route */
   unsigned nparams;
   mp_span params[MP_MAX_PARAMS]; /* offsets from the start of the path */
+  uint16_t miss; /* 0 when a route matched; 404 or 405 on a miss */
+  uint64_t allow; /* on a 405: the methods that would match */
+  uint64_t splat_allow; /* scratch: the methods splat routes would serve */
 } mp_route_match;
 
 /* A new empty router, or NULL when out of memory. */
@@ -54,9 +65,11 @@ int mp_router_add(mp_router *r, const char *method, const char *pattern,
                   int handler, char *err, size_t errlen);
 
 /* Finds the route for method and path. Returns 0 and fills m; MP_NOT_FOUND
- * when no route matches the path (404); MP_DECLINED when routes match the
- * path but not the method (405), with *allow set to the bitmask of methods
- * (1 << llhttp_method_t) that would match. */
+ * when no route matches the path (404); MP_DECLINED when routes without a
+ * splat match the path but not the method (405), with *allow set to the
+ * bitmask of methods (1 << llhttp_method_t) that would match, splat
+ * routes' included. On a miss, m->miss is 404 or 405, m->allow is *allow,
+ * and m->route is the fallback, or NULL when the router has none. */
 int mp_router_match(const mp_router *r, uint8_t method, const char *path,
                     size_t len, mp_route_match *m, uint64_t *allow);
 
@@ -66,6 +79,19 @@ uint64_t mp_router_methods(const mp_router *r);
 /* Writes the methods of an allow mask as "GET, HEAD, POST" into out;
  * returns the length. */
 size_t mp_router_allow_list(uint64_t allow, char *out, size_t cap);
+
+/* Gives the router its fallback (see above), after the last route:
+ * handler is the caller's handle, >= 0. A route added afterwards is
+ * refused. Returns 0, or MP_INVALID for a negative handler. The fallback
+ * is no route of mp_router_count's: its index is that count. */
+int mp_router_set_fallback(mp_router *r, int handler);
+
+/* The fallback, or NULL. */
+const mp_route *mp_router_fallback(const mp_router *r);
+
+/* The method to name in a log line about a request of `method` that
+ * route serves: the route's own, or the request's for the fallback. */
+const char *mp_route_method_name(const mp_route *route, uint8_t method);
 
 unsigned mp_router_count(const mp_router *r);
 const mp_route *mp_router_route(const mp_router *r, unsigned i);

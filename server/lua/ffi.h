@@ -348,6 +348,24 @@ int mp_pg_listen_next(double id, const char **payload, size_t *len);
  * watches it for reloads. Nothing outside a serving worker. */
 void mp_lua_file_loaded(const char *path, size_t len);
 
+/* ---- Middleware and hooks (ffi/middleware.c) ---- */
+
+/* Whether the request's path is prefix or lies under it (prefix followed
+ * by '/'), compared as sent: 1 or 0. prefix is "/..." without a trailing
+ * '/'; "" matches every path. */
+int mp_req_under(uint64_t ctx, const char *prefix, size_t len);
+/* What routing made of the request: 0 (a route matched), 404 or 405 (no
+ * route did: the app's fallback runs). */
+int mp_req_miss(uint64_t ctx);
+/* Where the response stands: 0 (nothing written yet), 1 (the head is
+ * out, the body streams), 2 (complete); its status in *status. */
+int mp_res_stage(uint64_t ctx, int *status);
+/* Answers a request no route serves as the core would have: 404, or 405
+ * with Allow, with a JSON body, keeping the headers set so far. MP_STATE
+ * when the response has begun, MP_DECLINED when a route matched the
+ * request. */
+int mp_res_miss(uint64_t ctx);
+
 /* ---- Regular expressions (ffi/regex.c) ---- */
 
 /* PCRE2 patterns for the mock library, compiled to match a whole subject

@@ -162,7 +162,8 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
   fclose(f);
 
   /* core.export(app) checks the script's result and returns its routes as
-   * an array of {method, pattern, handler, line}. */
+   * an array of {method, pattern, handler, line}, and the function that
+   * serves misses (the app's middleware and hooks), or nil. */
   register_native(L);
   lua_getglobal(L, "require");
   lua_pushstring(L, "moonport.core");
@@ -192,11 +193,13 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
     return -1;
   }
   lua_pushstring(L, app);
-  if (lua_pcall(L, 2, 1, 0) != 0) {
+  if (lua_pcall(L, 2, 2, 0) != 0) {
     error_line(err, errlen, lua_tostring(L, -1));
     lua_settop(L, 0);
     return -1;
   }
+  int fallback = lua_isfunction(L, -1) ? luaL_ref(L, LUA_REGISTRYINDEX) : -1;
+  if (fallback < 0) lua_pop(L, 1);
 
   int n = (int)lua_objlen(L, -1);
   for (int i = 1; i <= n; i++) {
@@ -220,6 +223,10 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
     lua_pop(L, 4);
   }
   lua_settop(L, 0);
+  if (fallback >= 0 && mp_router_set_fallback(vm->router, fallback) != 0) {
+    snprintf(err, errlen, "%s: cannot set the app's fallback", app);
+    return -1;
+  }
   return 0;
 }
 
@@ -342,7 +349,7 @@ static void log_failure(mp_vm *vm, mp_request *r, const char *msg) {
     return;
   }
   const mp_route *route = root->match.route;
-  const char *method = llhttp_method_name((llhttp_method_t)route->method);
+  const char *method = mp_route_method_name(route, root->msg.method);
   mp_log(MP_LOG_ERROR, "%s %s: %s: %s", method, route->pattern, what, msg);
   if (!r->task) error_line(vm->error, sizeof vm->error, msg);
 }

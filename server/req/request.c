@@ -199,6 +199,18 @@ const char *mp_request_path(const mp_request *r, size_t *len) {
   return r->head + r->msg.path.off;
 }
 
+void mp_request_answer_miss(mp_request *r) {
+  if (r->match.miss != 405) {
+    mp_response_error(r, 404, "not found");
+    return;
+  }
+  char line[512];
+  memcpy(line, "Allow: ", 7);
+  size_t n = 7 + mp_router_allow_list(r->match.allow, line + 7, sizeof line - 9);
+  memcpy(line + n, "\r\n", 2);
+  mp_response_error_with(r, 405, "method not allowed", line, n + 2);
+}
+
 /* OPTIONS * asks about the server as a whole (RFC 9110 section 9.3.7):
  * the methods the app's routes serve. */
 static void send_server_options(mp_request *r) {
@@ -282,18 +294,11 @@ bool mp_request_start(mp_request *r, const char *head, bool body_done) {
     send_server_options(r);
     return true;
   }
-  int rc = mp_router_match(s->router, r->msg.method, path, plen, &r->match,
-                           &allow);
-  if (rc == MP_NOT_FOUND) {
-    mp_response_error(r, 404, "not found");
-    return true;
-  }
-  if (rc == MP_DECLINED) {
-    char line[512];
-    memcpy(line, "Allow: ", 7);
-    size_t n = 7 + mp_router_allow_list(allow, line + 7, sizeof line - 9);
-    memcpy(line + n, "\r\n", 2);
-    mp_response_error_with(r, 405, "method not allowed", line, n + 2);
+  mp_router_match(s->router, r->msg.method, path, plen, &r->match, &allow);
+  /* A miss runs the app's fallback when it has one (its middleware and
+   * hooks), and is answered here otherwise, without entering Lua. */
+  if (r->match.route == NULL) {
+    mp_request_answer_miss(r);
     return true;
   }
   /* The request runs on the code current now, and keeps it alive until it
@@ -531,7 +536,7 @@ void mp_request_sweep(mp_server *s) {
       const mp_route *route = r->match.route;
       mp_log(MP_LOG_WARN, "%s %s: handler stopped %.1f s after its client "
              "left (--shutdown-timeout)",
-             llhttp_method_name((llhttp_method_t)route->method),
+             mp_route_method_name(route, r->msg.method),
              route->pattern, (double)(now - r->detached_at) / 1000.0);
       stop_detached(r);
     }

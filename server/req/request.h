@@ -199,6 +199,11 @@ mp_request *mp_request_waiter(mp_request *r);
  * absolute-form target without one). Valid while r lives. */
 const char *mp_request_path(const mp_request *r, size_t *len);
 
+/* Answers r, a request no route serves (r->match.miss), as the core does
+ * for an app without a fallback: 404, or 405 with its Allow list. Runs no
+ * Lua; a response already begun is cut short instead. */
+void mp_request_answer_miss(mp_request *r);
+
 /* r's head is whole at head (in the connection's buffer; body_done when
  * its body is all in too): routes r and runs its handler. Returns true
  * when r finished (handler returned, response complete) before returning;

@@ -209,8 +209,8 @@ int mp_response_send(mp_request *r, const char *body, size_t len,
 static void length_mismatch(mp_request *r, const char *what) {
   const mp_route *route = r->match.route;
   mp_log(MP_LOG_ERROR, "%s %s: %s (declared Content-Length %lld, wrote %lld)",
-         llhttp_method_name((llhttp_method_t)route->method), route->pattern,
-         what, (long long)r->declared, (long long)r->sent);
+         mp_route_method_name(route, r->msg.method), route->pattern, what,
+         (long long)r->declared, (long long)r->sent);
   r->keep_alive = false;
   if (r->conn != NULL) mp_conn_close_after_flush(r->conn);
 }

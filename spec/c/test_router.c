@@ -1,7 +1,8 @@
 /*
  * The router on strings: precedence (literal, parameter, splat), backtracking,
- * parameter spans, 404 versus 405 and its Allow list, HEAD served by GET, and
- * the patterns it refuses.
+ * parameter spans, 404 versus 405 and its Allow list (splat routes alone
+ * never make a 405), HEAD served by GET, the fallback that misses match,
+ * and the patterns it refuses.
  */
 #include <stdlib.h>
 
@@ -106,8 +107,9 @@ static void allow_is(uint8_t method, const char *path, const char *list) {
 }
 
 /* A splat right after the root takes "/" too, with an empty value, as a
- * splat after "/files" takes "/files/"; 405 and its Allow come out the same
- * for "/" as for any other path the splat covers. */
+ * splat after "/files" takes "/files/"; another method is not found there,
+ * as on any other path only the splat covers, until a route without a
+ * splat serves the path: then 405, with the splat's methods in Allow. */
 static void test_root_splat(void) {
   mp_router *outer = r;
   r = mp_router_new();
@@ -123,8 +125,9 @@ static void test_root_splat(void) {
   param_is("/a/b", &m, 0, "path", "a/b");
   CHECK_EQ_INT(match(HTTP_GET, "//", &m), 1);
   param_is("//", &m, 0, "path", "/");
-  allow_is(HTTP_POST, "/", "GET, HEAD, OPTIONS");
-  allow_is(HTTP_POST, "/x", "GET, HEAD, OPTIONS");
+  CHECK_EQ_INT(match(HTTP_POST, "/", &m), -404);
+  CHECK_EQ_INT(m.miss, 404);
+  CHECK_EQ_INT(match(HTTP_POST, "/x", &m), -404);
   /* A route for "/" itself beats the splat for its method only. */
   add("POST", "/", 3);
   CHECK_EQ_INT(match(HTTP_POST, "/", &m), 3);
@@ -134,6 +137,71 @@ static void test_root_splat(void) {
   allow_is(HTTP_DELETE, "/", "GET, HEAD, POST, OPTIONS");
   CHECK_EQ_INT(mp_router_methods(r), (1ull << HTTP_GET) | (1ull << HTTP_HEAD) |
                                          (1ull << HTTP_OPTIONS) | (1ull << HTTP_POST));
+  mp_router_free(r);
+  r = outer;
+}
+
+/* 405 only where a route without a splat serves the path for another
+ * method; a path that splat routes of other methods alone cover is not
+ * found, and their methods join the Allow of a 405. */
+static void test_splats_never_make_405(void) {
+  mp_router *outer = r;
+  r = mp_router_new();
+  mp_route_match m;
+  add("GET", "/*rest", 1);
+  add("POST", "/items", 2);
+  add("DELETE", "/items/:id", 3);
+  add("PUT", "/files/*path", 4);
+  CHECK_EQ_INT(match(HTTP_POST, "/nothing", &m), -404);
+  CHECK_EQ_INT(m.miss, 404);
+  CHECK_EQ_INT(match(HTTP_POST, "/files/a", &m), -404);
+  CHECK_EQ_INT(match(HTTP_GET, "/files/a", &m), 1); /* backtracks to the root's */
+  allow_is(HTTP_DELETE, "/items", "GET, HEAD, POST");
+  allow_is(HTTP_PATCH, "/items/5", "DELETE, GET, HEAD");
+  CHECK_EQ_INT(match(HTTP_PATCH, "/items/5", &m), -405);
+  CHECK_EQ_INT(m.miss, 405);
+  CHECK_EQ_INT(m.allow, (1ull << HTTP_GET) | (1ull << HTTP_HEAD) |
+                            (1ull << HTTP_DELETE));
+  mp_router_free(r);
+  r = outer;
+}
+
+/* A router with a fallback hands it out for every miss, keeping the
+ * miss's status and Allow; it is no route of the count's, and no route
+ * may follow it. */
+static void test_fallback(void) {
+  mp_router *outer = r;
+  r = mp_router_new();
+  mp_route_match m;
+  uint64_t allow;
+  add("GET", "/*rest", 1);
+  add("POST", "/items", 2);
+  CHECK(mp_router_fallback(r) == NULL);
+  CHECK_EQ_INT(mp_router_match(r, HTTP_POST, "/nothing", 8, &m, &allow),
+               MP_NOT_FOUND);
+  CHECK(m.route == NULL);
+  CHECK_EQ_INT(mp_router_set_fallback(r, -1), MP_INVALID);
+  CHECK_EQ_INT(mp_router_set_fallback(r, 99), 0);
+  CHECK_EQ_INT(mp_router_match(r, HTTP_POST, "/nothing", 8, &m, &allow),
+               MP_NOT_FOUND);
+  CHECK(m.route == mp_router_fallback(r));
+  CHECK_EQ_INT(m.route->handler, 99);
+  CHECK(m.route->fallback);
+  CHECK_EQ_INT(m.miss, 404);
+  CHECK_EQ_INT(m.nparams, 0);
+  CHECK_EQ_INT(mp_router_match(r, HTTP_PUT, "/items", 6, &m, &allow),
+               MP_DECLINED);
+  CHECK_EQ_INT(m.route->handler, 99);
+  CHECK_EQ_INT(m.miss, 405);
+  CHECK_EQ_INT(m.allow, allow);
+  CHECK_EQ_INT(match(HTTP_GET, "/x", &m), 1);
+  CHECK_EQ_INT(m.miss, 0);
+  CHECK_EQ_INT(mp_router_count(r), 2);
+  CHECK_EQ_INT(mp_router_fallback(r)->index, 2);
+  CHECK(strcmp(mp_route_method_name(mp_router_fallback(r), HTTP_PUT), "PUT") == 0);
+  CHECK(strcmp(mp_route_method_name(mp_router_route(r, 1), HTTP_HEAD), "POST") == 0);
+  char err[128];
+  CHECK_EQ_INT(mp_router_add(r, "GET", "/late", 3, err, sizeof err), MP_INVALID);
   mp_router_free(r);
   r = outer;
 }
@@ -163,6 +231,8 @@ int main(void) {
   test_not_found_and_not_allowed();
   test_head();
   test_refusals();
+  test_splats_never_make_405();
+  test_fallback();
   test_root_splat();
   mp_router_free(r);
   return check_report("router");

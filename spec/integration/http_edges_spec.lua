@@ -42,12 +42,18 @@ describe("http edges", function()
       assert.equal("5", resp.headers["content-length"])
     end)
 
-    it("answers another method on / with 405 and the splat's Allow, as on any path", function()
+    it("answers another method on / with 404, as on any path it alone covers", function()
       for _, path in ipairs({ "/", "/x" }) do
         local status, headers = helpers.request(server.port, "DELETE", path)
-        assert.equal(405, status)
-        assert.equal("GET, HEAD", headers["allow"])
+        assert.equal(404, status)
+        assert.is_nil(headers["allow"])
       end
+    end)
+
+    it("adds its methods to the Allow of a 405 that a route without a splat makes", function()
+      local status, headers = helpers.request(server.port, "DELETE", "/read")
+      assert.equal(405, status)
+      assert.equal("GET, HEAD, POST", headers["allow"])
     end)
   end)
 
@@ -56,7 +62,7 @@ describe("http edges", function()
       conn = helpers.connect(server.port)
       local ok = conn:request("GET", "/")
       assert.same({ "moonport" }, helpers.header_values(ok, "server"))
-      local wrong = conn:request("DELETE", "/x")
+      local wrong = conn:request("DELETE", "/read")
       assert.equal(405, wrong.status)
       assert.same({ "moonport" }, helpers.header_values(wrong, "server"))
       conn:send("GET / HTTP/1.1\r\n\r\n") -- no Host: the parser's 400

@@ -10,6 +10,7 @@ void mp_lua_file_loaded(const char *path, size_t len);
 ]]
 
 local mp_lua_file_loaded = ffi.C.mp_lua_file_loaded
+local compose = require("moonport.core.middleware").compose
 
 local type, error, getmetatable = type, error, getmetatable
 
@@ -64,8 +65,10 @@ function app.track_loads()
 end
 
 --- Checks what an app script returned and lists its routes for the router
--- as {method, pattern, handler, line}.
--- @usage local routes = core.export(app, "app.lua")
+-- as {method, pattern, handler, line}, with the app's middleware and hooks
+-- composed into them, and the function the router runs for requests no
+-- route serves (nil when the app has no middleware or hooks for them).
+-- @usage local routes, fallback = core.export(app, "app.lua")
 function app.export(value, path)
   local mt = getmetatable(value)
   -- An App, or an app of a kind built on it (moonport.mock's).
@@ -73,7 +76,7 @@ function app.export(value, path)
     error(path .. ": the script must end with 'return app' (it returned "
           .. type(value) .. ")", 0)
   end
-  return value.routes
+  return compose(value)
 end
 
 return app

@@ -22,6 +22,7 @@ local mp_task_children = C.mp_task_children
 local MP_BAD_CONTEXT = C.MP_BAD_CONTEXT
 
 local type, tostring, error, setmetatable = type, tostring, error, setmetatable
+local getmetatable = getmetatable
 local co_create, co_resume = coroutine.create, coroutine.resume
 local yield = coroutine.yield
 local xpcall, traceback = xpcall, debug.traceback
@@ -40,10 +41,21 @@ runner.WAIT = WAIT
 local EXIT = setmetatable({}, { __tostring = function() return "ngx.exit" end })
 runner.EXIT = EXIT
 
+-- The metatable of errors that carry their traceback already.
+local TRACED = {}
+
+--- An error that core.run logs as it is, without another traceback: what
+-- code that caught an error, and reports it on, raises.
+-- @usage error(runner.traced(trace), 0)
+function runner.traced(message)
+  return setmetatable({ message }, TRACED)
+end
+
 --- The error and where it happened, from the failing frame down to the
 -- handler; moonport's own frames below it are left out.
 local function on_error(err)
   if err == EXIT then return EXIT end
+  if getmetatable(err) == TRACED then return err[1] end
   local trace = traceback(tostring(err), 2) -- 2: not this function
   return (trace:gsub("\n%s*%[C%]: in function 'xpcall'.*$", ""))
 end

@@ -630,6 +630,45 @@ local function send_body(res, r, body)
   res:send(body)
 end
 
+-- CORS (moonport.cors) ---------------------------------------------------
+
+local ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS, HEAD"
+
+-- The mock's CORS is moonport.cors, as apps have it: any origin, echoed
+-- with credentials; preflights for every method, the headers asked for,
+-- cached a day. A page may read the headers front ends need most; a
+-- stub's own headers are added to the list where it answers
+-- (expose_headers).
+local EXPOSE = { "Location", "ETag", "Last-Modified", "Link", "Content-Disposition",
+  "Retry-After", "X-Request-Id", "X-Total-Count" }
+local mock_cors = require("moonport.cors"){
+  origins = "*", credentials = true, methods = ALLOW_METHODS, max_age = 86400,
+  expose = EXPOSE,
+}
+local cors = mock_cors.first
+
+-- Names a page reads without being told (the CORS-safelisted response
+-- headers) or that EXPOSE names already.
+local EXPOSED = { ["cache-control"] = true, ["content-language"] = true,
+  ["content-length"] = true, ["content-type"] = true, ["expires"] = true,
+  ["pragma"] = true }
+for _, name in ipairs(EXPOSE) do EXPOSED[lower(name)] = true end
+
+-- Exposes the headers a stub answers with (headers: {name, value} pairs)
+-- to the page of a cross-origin request, as CORS is on for stubs.
+local function expose_headers(self, req, res, headers)
+  if not self.settings.cors or req:header("origin") == nil then return end
+  local names, seen = {}, {}
+  for _, h in ipairs(headers) do
+    local l = lower(h[1])
+    if not EXPOSED[l] and not seen[l] then
+      seen[l] = true
+      names[#names + 1] = h[1]
+    end
+  end
+  if #names > 0 then res:header("Access-Control-Expose-Headers", concat(names, ", ")) end
+end
+
 -- Answers from a stub's response table. Everything that may fail (a
 -- template, a body file) is worked out before the first res call, so that
 -- an answer about the failure carries none of the stub's headers.
@@ -656,6 +695,7 @@ local function respond_with(self, stub, r, req, res, facts)
   body, json, path, size = body_of(self, r, ctx, json)
   res:status(tonumber(r.status) or 200, r.status_message)
   for _, h in ipairs(headers) do res:header(h[1], h[2]) end
+  expose_headers(self, req, res, headers)
   if json and not has_type then res:header("Content-Type", "application/json") end
   if path then
     if not stream_file(res, path, size) then
@@ -847,35 +887,7 @@ local function serve(self, req, res)
   return respond(self, stub, req, res, facts)
 end
 
--- CORS and the admin API's guard ------------------------------------------
-
-local ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS, HEAD"
-
-local function cors(req, res)
-  local origin = req:header("origin")
-  if origin then
-    res:header("Access-Control-Allow-Origin", origin)
-    res:header("Access-Control-Allow-Credentials", "true")
-    res:header("Vary", "Origin")
-  else
-    res:header("Access-Control-Allow-Origin", "*")
-  end
-end
-
--- A preflight is answered here, before stubs and routes see it.
-local function preflight(req, res)
-  if req.method ~= "OPTIONS" or req:header("access-control-request-method") == nil then
-    return false
-  end
-  cors(req, res)
-  res:status(204)
-  res:header("Access-Control-Allow-Methods", ALLOW_METHODS)
-  local asked = req:header("access-control-request-headers")
-  if asked then res:header("Access-Control-Allow-Headers", asked) end
-  res:header("Access-Control-Max-Age", "86400")
-  res:send("")
-  return true
-end
+-- The admin API's guard ---------------------------------------------------
 
 -- The host of an authority ("Host" or an origin's), lowercase, without
 -- brackets, and its port or nil.
@@ -949,8 +961,8 @@ local function wrap(self, handler, admin)
     elseif not settings.cors then
       return handler(req, res)
     end
-    if preflight(req, res) then return end
-    cors(req, res)
+    -- A preflight is answered here, before stubs and routes see it.
+    if cors(req, res) then return end
     return handler(req, res)
   end
 end
