@@ -66,6 +66,9 @@ mp_request *mp_request_acquire(mp_server *s, mp_conn *c) {
   r->headers.len = 0;
   r->handler.co = NULL;
   r->running = false;
+  r->core_answers = false;
+  r->file = NULL;
+  r->file_rc = 0;
   r->wait = NULL;
   r->upstream_ops = r->awaiting = 0;
   r->started = r->body_done = r->draining = r->continue_sent = false;
@@ -205,23 +208,13 @@ static void send_server_options(mp_request *r) {
   mp_response_send(r, "", 0, NULL);
 }
 
-bool mp_request_start(mp_request *r, const char *head, bool body_done) {
+/* Routes r and runs its handler. Returns true when r finished before
+ * returning (as mp_request_start). */
+static bool route(mp_request *r) {
   mp_server *s = r->srv;
-  r->head = head;
-  r->body_done = body_done;
-  r->started = true;
-  r->head_only = r->msg.method == HTTP_HEAD;
-  r->keep_alive = r->msg.keep_alive;
-  r->match.route = NULL;
-  if (s->cfg->stats || mp_access_log_enabled()) r->start_ns = uv_hrtime();
   uint64_t allow;
   size_t plen;
   const char *path = mp_request_path(r, &plen);
-  if (s->intercept != NULL && s->intercept(s, r)) return true;
-  if (plen == 1 && path[0] == '*') { /* the parser lets only OPTIONS have it */
-    send_server_options(r);
-    return true;
-  }
   int rc = mp_router_match(s->router, r->msg.method, path, plen, &r->match,
                            &allow);
   if (rc == MP_NOT_FOUND) {
@@ -242,6 +235,65 @@ bool mp_request_start(mp_request *r, const char *head, bool body_done) {
   s->code_ops->hold(r->code);
   r->running = true;
   return settle(r, s->code_ops->start(r->code, r, r->match.route->handler));
+}
+
+bool mp_request_start(mp_request *r, const char *head, bool body_done) {
+  mp_server *s = r->srv;
+  r->head = head;
+  r->body_done = body_done;
+  r->started = true;
+  r->head_only = r->msg.method == HTTP_HEAD;
+  r->keep_alive = r->msg.keep_alive;
+  r->match.route = NULL;
+  if (s->cfg->stats || mp_access_log_enabled()) r->start_ns = uv_hrtime();
+  size_t plen;
+  const char *path = mp_request_path(r, &plen);
+  if (s->intercept != NULL && s->intercept(s, r)) return true;
+  if (plen == 1 && path[0] == '*') { /* the parser lets only OPTIONS have it */
+    send_server_options(r);
+    return true;
+  }
+  if (s->files != NULL && s->serve_file != NULL) {
+    int rc = s->serve_file(s, r);
+    if (rc == 0) return true;
+    if (rc == MP_AGAIN) return false;
+  }
+  return route(r);
+}
+
+/* The core stopped answering r itself: r runs nothing now. */
+static void core_over(mp_request *r) {
+  r->core_answers = false;
+  r->running = false;
+  r->wait = NULL;
+  uv_timer_stop(&r->timer);
+}
+
+static void finish_detached(mp_request *r);
+
+void mp_request_answered(mp_request *r) {
+  core_over(r);
+  if (r->res != MP_RES_DONE && mp_response_finish(r) != 0) {
+    r->keep_alive = false;
+    if (r->conn != NULL) mp_conn_close_after_flush(r->conn);
+  }
+  if (r->conn == NULL)
+    finish_detached(r);
+  else
+    mp_conn_request_done(r->conn);
+}
+
+void mp_request_route(mp_request *r) {
+  core_over(r);
+  mp_conn *c = r->conn;
+  if (c == NULL) { /* its client has gone: nothing to route for */
+    finish_detached(r);
+    return;
+  }
+  mp_charge *was = mp_charge_switch(&r->charge);
+  bool over = route(r);
+  mp_charge_switch(was);
+  if (over) mp_conn_request_done(c);
 }
 
 void mp_request_account(mp_request *r) {
@@ -280,7 +332,16 @@ static void finish_detached(mp_request *r) {
 }
 
 void mp_request_wake(mp_request *r) {
+  const mp_wait_ops *w = r->wait;
+  if (w != NULL && w->resume != NULL) {
+    w->resume(r);
+    return;
+  }
   r->wait = NULL;
+  if (r->core_answers) { /* its wait was cut short: the client has gone */
+    mp_request_answered(r);
+    return;
+  }
   if (r->task) {
     mp_task_resume(r);
     return;
@@ -438,8 +499,8 @@ void mp_request_detach(mp_request *r) {
 static void stop_detached(mp_request *r) {
   if (r->kids != NULL) mp_task_kill_kids(r);
   mp_wait_cancel(r);
-  r->srv->code_ops->abandon(r->code, r);
-  r->running = false;
+  if (r->code != NULL) r->srv->code_ops->abandon(r->code, r);
+  r->running = r->core_answers = false;
   finish_detached(r);
 }
 
@@ -453,10 +514,14 @@ void mp_request_sweep(mp_server *s) {
     if (now - r->detached_at >= grace && r->wait != NULL &&
         mp_request_current() != r) {
       const mp_route *route = r->match.route;
-      mp_log(MP_LOG_WARN, "%s %s: handler stopped %.1f s after its client "
+      mp_log(MP_LOG_WARN, "%s %s: %s stopped %.1f s after its client "
              "left (--shutdown-timeout)",
-             llhttp_method_name((llhttp_method_t)route->method),
-             route->pattern, (double)(now - r->detached_at) / 1000.0);
+             llhttp_method_name((llhttp_method_t)(route != NULL
+                                                      ? route->method
+                                                      : r->msg.method)),
+             route != NULL ? route->pattern : "(static file)",
+             route != NULL ? "handler" : "sending",
+             (double)(now - r->detached_at) / 1000.0);
       stop_detached(r);
     }
     r = next;

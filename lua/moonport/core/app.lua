@@ -64,7 +64,8 @@ function app.track_loads()
 end
 
 --- Checks what an app script returned and lists its routes for the router
--- as {method, pattern, handler, line}.
+-- as {method, pattern, handler, line}, and its static mounts
+-- (app:static's records, or nil) for server/handlers/static.c.
 -- @usage local routes = core.export(app, "app.lua")
 function app.export(value, path)
   local mt = getmetatable(value)
@@ -73,7 +74,7 @@ function app.export(value, path)
     error(path .. ": the script must end with 'return app' (it returned "
           .. type(value) .. ")", 0)
   end
-  return value.routes
+  return value.routes, value.statics
 end
 
 return app

@@ -165,4 +165,12 @@ function Res:fault(kind)
   if rc ~= 0 then fail(rc, "res:fault") end
 end
 
+-- ---- Files (core/static.lua) ----
+
+--- Sends a file as the response, from the core (sendfile, off the loop),
+-- with its type, validators, conditionals and ranges; see
+-- moonport.core.static.send_file. Returns res, or nil and why.
+-- @usage return res:send_file("public/report.pdf")
+Res.send_file = require("moonport.core.static").send_file
+
 return { methods = Res }
