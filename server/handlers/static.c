@@ -779,15 +779,17 @@ static void looked_up(uv_work_t *w, int status) {
     redirect(r);
     done(f);
     return;
-  default:
+  default: {
+    int rc = f->found == OUTSIDE ? MP_DECLINED : MP_NOT_FOUND;
     cut_loose(f);
     release(f);
     if (r->core_answers) {
       mp_request_route(r);
     } else {
-      r->file_rc = f->found == OUTSIDE ? MP_DECLINED : MP_NOT_FOUND;
+      r->file_rc = rc;
       mp_wait_end_soon(r);
     }
+  }
   }
 }
 
