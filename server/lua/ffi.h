@@ -69,7 +69,7 @@ enum { MP_BASE64_NO_PADDING = 1, MP_BASE64_URL = 2 };
  * (response.h), value types, stores and the longest key (shared.h), log
  * levels (log.h), receive patterns (socket.h) and socket options
  * (stream.h), the response parser's answers and field limit (h1resp.h),
- * and this file's own. */
+ * res:send_file's flags (static.h), and this file's own. */
 #define MP_FFI_CONSTANTS(XX)                                                \
   XX(MP_CTX_REQ) XX(MP_CTX_RES) XX(MP_CTX_TAG_BIT) XX(MP_CTX_GEN_SHIFT)     \
   XX(MP_CTX_GEN_BITS)                                                       \
@@ -93,7 +93,8 @@ enum { MP_BASE64_NO_PADDING = 1, MP_BASE64_URL = 2 };
   XX(MP_DIGEST_SHA256) XX(MP_DIGEST_SHA384) XX(MP_DIGEST_SHA512)            \
   XX(MP_DIGEST_MAX) XX(MP_BASE64_NO_PADDING) XX(MP_BASE64_URL)              \
   XX(MP_HTTPC_MORE) XX(MP_HTTPC_HEAD) XX(MP_HTTPC_BODY) XX(MP_HTTPC_DONE)   \
-  XX(MP_HTTPC_ERROR) XX(MP_HTTPC_MAX_FIELDS)
+  XX(MP_HTTPC_ERROR) XX(MP_HTTPC_MAX_FIELDS)                                \
+  XX(MP_FILE_INDEX) XX(MP_FILE_DOTFILES) XX(MP_FILE_PRECOMPRESSED)
 
 /* Every return code of errors.h and every MP_FFI_CONSTANTS entry with its
  * value, as one C enum declaration ("enum { MP_AGAIN = -30001, ... };")
@@ -184,6 +185,21 @@ int mp_compress_rule_new(const char *types, double min_length, int level);
  * where the client accepts gzip. Returns 0, MP_STATE once its head has
  * gone out, MP_INVALID for a number out of range. */
 int mp_res_compress(uint64_t ctx, int rule);
+
+/* ---- res:send_file: a file as the response (ffi/static.c) ---- */
+
+/* Sends a file as the response, by the core (handlers/static.h's
+ * mp_static_send_file): with root (not NULL), name is a URL path confined
+ * to root; without, name is the file's path. cache_control: a
+ * Cache-Control value, or NULL. flags: MP_FILE_*. Returns MP_AGAIN: the
+ * caller must yield until the core resumes it, then read
+ * mp_res_file_result. Or at once MP_DECLINED (a name no file may have),
+ * MP_STATE, MP_INVALID, MP_NOMEM. */
+int mp_res_send_file(uint64_t ctx, const char *root, const char *name,
+                     size_t nlen, const char *cache_control, int flags);
+/* How the last mp_res_send_file ended: 0 (sent), MP_NOT_FOUND or
+ * MP_DECLINED (nothing sent), MP_CLOSED (cut off). */
+int mp_res_file_result(uint64_t ctx);
 
 /* ---- moonport.sleep (ffi/sleep.c) ---- */
 

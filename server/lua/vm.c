@@ -37,6 +37,7 @@
 #include "json.h"
 #include "request.h"
 #include "router.h"
+#include "static.h"
 #include "task.h"
 #include "timer.h"
 
@@ -59,6 +60,7 @@ struct mp_vm {
   lua_State *L;
   const mp_vm_host *host;
   mp_router *router;
+  mp_static *files; /* its app:static mounts, or NULL for none */
   unsigned refs; /* the server's, while current, and one per request */
   uint64_t generation; /* the code version it loaded (mp_reload_status) */
   mp_lua_heap heap;
@@ -150,6 +152,62 @@ static void error_line(char *err, size_t errlen, const char *msg) {
     }
 }
 
+/* [-0, +0, m] Reads field name of the table on top as a string (NULL
+ * when it is not one). */
+static const char *string_field(lua_State *L, const char *name) {
+  lua_getfield(L, -1, name);
+  const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  lua_pop(L, 1); /* the table still holds it */
+  return v;
+}
+
+static bool bool_field(lua_State *L, const char *name) {
+  lua_getfield(L, -1, name);
+  bool v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* [-0, +0, m] The app's static mounts, from the array on top of the stack
+ * (nil for none) of {prefix=, root=, line=, cache_control=, index=,
+ * dotfiles=, precompressed=} (lua/moonport/init.lua's app:static), into
+ * vm->files. Returns 0 or -1 with err filled. */
+static int add_statics(mp_vm *vm, const char *app, char *err, size_t errlen) {
+  lua_State *L = vm->L;
+  if (!lua_istable(L, -1)) return 0;
+  int n = (int)lua_objlen(L, -1);
+  if (n == 0) return 0;
+  vm->files = mp_static_new();
+  if (vm->files == NULL) {
+    snprintf(err, errlen, "moonport: out of memory");
+    return -1;
+  }
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, -1, i);
+    mp_static_opts opts = {
+        .cache_control = string_field(L, "cache_control"),
+        .index = string_field(L, "index"),
+        .dotfiles = bool_field(L, "dotfiles"),
+        .precompressed = bool_field(L, "precompressed"),
+    };
+    const char *prefix = string_field(L, "prefix");
+    const char *root = string_field(L, "root");
+    lua_getfield(L, -1, "line");
+    int line = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    char why[512];
+    if (prefix == NULL || root == NULL ||
+        mp_static_add(vm->files, prefix, root, &opts, why, sizeof why) != 0) {
+      snprintf(err, errlen, "%s:%d: app:static: %s", app, line,
+               prefix && root ? why : "bad mount");
+      lua_pop(L, 1);
+      return -1;
+    }
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
 /* [-0, +0, -] Loads the app and adds its routes. Returns 0 or -1 with err
  * filled. */
 static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
@@ -162,8 +220,9 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
   fclose(f);
 
   /* core.export(app) checks the script's result and returns its routes as
-   * an array of {method, pattern, handler, line}, and the function that
-   * serves misses (the app's middleware and hooks), or nil. */
+   * an array of {method, pattern, handler, line}, the function that
+   * serves misses (the app's middleware and hooks) or nil, and its static
+   * mounts (add_statics). */
   register_native(L);
   lua_getglobal(L, "require");
   lua_pushstring(L, "moonport.core");
@@ -193,11 +252,16 @@ static int load_app(mp_vm *vm, const char *app, char *err, size_t errlen) {
     return -1;
   }
   lua_pushstring(L, app);
-  if (lua_pcall(L, 2, 2, 0) != 0) {
+  if (lua_pcall(L, 2, 3, 0) != 0) {
     error_line(err, errlen, lua_tostring(L, -1));
     lua_settop(L, 0);
     return -1;
   }
+  if (add_statics(vm, app, err, errlen) != 0) {
+    lua_settop(L, 0);
+    return -1;
+  }
+  lua_pop(L, 1);
   int fallback = lua_isfunction(L, -1) ? luaL_ref(L, LUA_REGISTRYINDEX) : -1;
   if (fallback < 0) lua_pop(L, 1);
 
@@ -305,10 +369,13 @@ void mp_vm_close(mp_vm *vm) {
     lua_close(vm->L);
   }
   mp_router_free(vm->router);
+  mp_static_free(vm->files);
   free(vm);
 }
 
 mp_router *mp_vm_router(const mp_vm *vm) { return vm->router; }
+
+const mp_static *mp_vm_static(const mp_vm *vm) { return vm->files; }
 
 static void hold(void *code) { ((mp_vm *)code)->refs++; }
 

@@ -21,6 +21,7 @@
 #include "router.h"
 #include "server.h"
 #include "shared.h"
+#include "static.h"
 
 typedef struct mp_vm mp_vm;
 
@@ -57,6 +58,10 @@ const char *mp_vm_library_dir(void);
 
 /* The router built from this VM's app. */
 mp_router *mp_vm_router(const mp_vm *vm);
+
+/* The app's static mounts (handlers/static.h), or NULL when it has none;
+ * they live as long as vm. */
+const mp_static *mp_vm_static(const mp_vm *vm);
 
 /* How a server runs handlers on a VM (server.h): start, resume and
  * abandon handlers and tasks, run a timer's function, hold and release

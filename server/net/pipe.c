@@ -40,6 +40,7 @@ static const mp_stream_ops pipe_ops = {
     .close = pipe_close,
     .peer = pipe_peer,
     .option = pipe_option,
+    .fileno = mp__uv_fileno,
 };
 
 int mp_stream_pipe_connect(mp_stream *s, uv_loop_t *loop, const char *path,

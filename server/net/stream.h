@@ -59,6 +59,10 @@ typedef struct mp_stream_ops {
   /* Sets a socket option (MP_STREAM_*). Returns 0, UV_ENOTSUP where the
    * transport has no such option, or a negative code. */
   int (*option)(mp_stream *s, int option, int value);
+  /* The socket's descriptor, for the kernel to send a file into it
+   * (sendfile); NULL where the transport has none the bytes may go
+   * through unchanged. Returns 0 or a negative code. */
+  int (*fileno)(const mp_stream *s, uv_os_fd_t *fd);
 } mp_stream_ops;
 
 struct mp_stream {
@@ -125,6 +129,12 @@ static inline int mp_stream_peer(const mp_stream *s,
 
 static inline int mp_stream_option(mp_stream *s, int option, int value) {
   return s->ops->option(s, option, value);
+}
+
+/* The socket's descriptor (see fileno above): 0, or UV_ENOTSUP where the
+ * transport has none to give. */
+static inline int mp_stream_fileno(const mp_stream *s, uv_os_fd_t *fd) {
+  return s->ops->fileno != NULL ? s->ops->fileno(s, fd) : UV_ENOTSUP;
 }
 
 #endif

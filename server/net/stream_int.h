@@ -21,6 +21,8 @@ int mp__uv_shutdown(mp_stream *s, uv_shutdown_t *req, uv_shutdown_cb cb);
 
 /* libuv's close callback: runs the stream's close_cb. */
 void mp__uv_on_close(uv_handle_t *h);
+/* The handle's descriptor (uv_fileno). */
+int mp__uv_fileno(const mp_stream *s, uv_os_fd_t *fd);
 
 /* libuv's connect callback for every transport: hands the status to the
  * stream's connect_cb (req->data is the stream). */

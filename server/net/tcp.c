@@ -45,6 +45,7 @@ static const mp_stream_ops tcp_ops = {
     .close = tcp_close,
     .peer = tcp_peer,
     .option = tcp_option,
+    .fileno = mp__uv_fileno,
 };
 
 int mp_stream_tcp_accept(mp_stream *s, uv_loop_t *loop, uv_stream_t *listener,

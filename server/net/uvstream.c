@@ -46,6 +46,10 @@ size_t mp__uv_queued(const mp_stream *s) {
   return uv_stream_get_write_queue_size((const uv_stream_t *)&s->handle);
 }
 
+int mp__uv_fileno(const mp_stream *s, uv_os_fd_t *fd) {
+  return uv_fileno((const uv_handle_t *)&s->handle, fd);
+}
+
 int mp__uv_shutdown(mp_stream *s, uv_shutdown_t *req, uv_shutdown_cb cb) {
   return uv_shutdown(req, uv(s), cb);
 }

@@ -31,6 +31,7 @@
 #include "request.h"
 #include "pg.h"
 #include "socket.h"
+#include "static.h"
 #include "stats_endpoint.h"
 #include "timer.h"
 
@@ -147,6 +148,7 @@ int mp_worker_reload(mp_worker *w) {
     mp_vm_close(vm);
     return -1;
   }
+  w->srv.files = mp_vm_static(vm); /* the mounts go with their code */
   return 0;
 }
 
@@ -233,6 +235,7 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
   srv->on_drained = on_drained;
   if (mp_upstream_init(srv) != 0 || mp_pg_init(srv) != 0) return MP_NOMEM;
   if (cfg->stats) srv->intercept = mp_stats_endpoint;
+  srv->serve_file = mp_static_serve;
   mp_http1_set_server(cfg->server_header); /* checked by mp_config_parse */
   signal(SIGPIPE, SIG_IGN);
 
@@ -255,6 +258,7 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
     mp_vm_close(vm);
     return 1;
   }
+  srv->files = mp_vm_static(vm);
   if (cfg->access_log != NULL) {
     int rc = mp_access_log_open(
         cfg->access_log,

@@ -38,6 +38,8 @@
  */
 #include "conn.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +125,14 @@ const char *mp_conn_peer_name(mp_conn *c) {
     rc = uv_ip4_name((struct sockaddr_in *)&addr, c->peer, sizeof c->peer);
   if (rc != 0) strcpy(c->peer, "-");
   return c->peer;
+}
+
+int mp_conn_socket_dup(mp_conn *c) {
+  uv_os_fd_t fd;
+  int rc = mp_stream_fileno(&c->stream, &fd);
+  if (rc != 0) return rc;
+  int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  return copy >= 0 ? copy : -errno;
 }
 
 bool mp_conn_is_loopback(mp_conn *c) {

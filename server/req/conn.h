@@ -64,6 +64,14 @@ void mp_conn_close_after_flush(mp_conn *c);
  * (RST) instead of an orderly shutdown. */
 void mp_conn_reset_after_flush(mp_conn *c);
 
+/* A new descriptor of c's socket, the caller's to close, for sending a
+ * file into it with sendfile off the loop (handlers/static.c): being its
+ * own, it stays valid whatever c does meanwhile. Writing through it is
+ * the caller's business only while c writes nothing (c's output empty).
+ * Returns the descriptor, or UV_ENOTSUP on a transport without one, or
+ * another negative code. */
+int mp_conn_socket_dup(mp_conn *c);
+
 /* The peer's address as text ("127.0.0.1", "::1"), looked up once per
  * connection and kept; "-" when unknown. */
 const char *mp_conn_peer_name(mp_conn *c);

@@ -69,6 +69,9 @@ mp_request *mp_request_acquire(mp_server *s, mp_conn *c) {
   r->headers.len = 0;
   r->handler.co = NULL;
   r->running = false;
+  r->core_answers = false;
+  r->file = NULL;
+  r->file_rc = 0;
   r->wait = NULL;
   r->upstream_ops = r->awaiting = 0;
   r->started = r->body_done = r->draining = r->continue_sent = false;
@@ -270,30 +273,13 @@ const char *mp_request_id(mp_request *r, size_t *len) {
   return r->id;
 }
 
-bool mp_request_start(mp_request *r, const char *head, bool body_done) {
+/* Routes r and runs its handler. Returns true when r finished before
+ * returning (as mp_request_start). */
+static bool route(mp_request *r) {
   mp_server *s = r->srv;
-  r->head = head;
-  r->body_done = body_done;
-  r->started = true;
-  r->head_only = r->msg.method == HTTP_HEAD;
-  r->keep_alive = r->msg.keep_alive;
-  r->match.route = NULL;
-  r->id_len = 0;
-  r->compress = 0;
-  if (s->cfg->stats || mp_access_log_enabled()) r->start_ns = uv_hrtime();
-  if (s->cfg->request_id) {
-    size_t n;
-    const char *id = mp_request_id(r, &n);
-    mp_response_header(r, "X-Request-Id", 12, id, n);
-  }
   uint64_t allow;
   size_t plen;
   const char *path = mp_request_path(r, &plen);
-  if (s->intercept != NULL && s->intercept(s, r)) return true;
-  if (plen == 1 && path[0] == '*') { /* the parser lets only OPTIONS have it */
-    send_server_options(r);
-    return true;
-  }
   mp_router_match(s->router, r->msg.method, path, plen, &r->match, &allow);
   /* A miss runs the app's fallback when it has one (its middleware and
    * hooks), and is answered here otherwise, without entering Lua. */
@@ -310,6 +296,72 @@ bool mp_request_start(mp_request *r, const char *head, bool body_done) {
   int outcome = s->code_ops->start(r->code, r, r->match.route->handler);
   mp_log_set_context(NULL, 0);
   return settle(r, outcome);
+}
+
+bool mp_request_start(mp_request *r, const char *head, bool body_done) {
+  mp_server *s = r->srv;
+  r->head = head;
+  r->body_done = body_done;
+  r->started = true;
+  r->head_only = r->msg.method == HTTP_HEAD;
+  r->keep_alive = r->msg.keep_alive;
+  r->match.route = NULL;
+  r->id_len = 0;
+  r->compress = 0;
+  if (s->cfg->stats || mp_access_log_enabled()) r->start_ns = uv_hrtime();
+  if (s->cfg->request_id) {
+    size_t n;
+    const char *id = mp_request_id(r, &n);
+    mp_response_header(r, "X-Request-Id", 12, id, n);
+  }
+  size_t plen;
+  const char *path = mp_request_path(r, &plen);
+  if (s->intercept != NULL && s->intercept(s, r)) return true;
+  if (plen == 1 && path[0] == '*') { /* the parser lets only OPTIONS have it */
+    send_server_options(r);
+    return true;
+  }
+  if (s->files != NULL && s->serve_file != NULL) {
+    int rc = s->serve_file(s, r);
+    if (rc == 0) return true;
+    if (rc == MP_AGAIN) return false;
+  }
+  return route(r);
+}
+
+/* The core stopped answering r itself: r runs nothing now. */
+static void core_over(mp_request *r) {
+  r->core_answers = false;
+  r->running = false;
+  r->wait = NULL;
+  uv_timer_stop(&r->timer);
+}
+
+static void finish_detached(mp_request *r);
+
+void mp_request_answered(mp_request *r) {
+  core_over(r);
+  if (r->res != MP_RES_DONE && mp_response_finish(r) != 0) {
+    r->keep_alive = false;
+    if (r->conn != NULL) mp_conn_close_after_flush(r->conn);
+  }
+  if (r->conn == NULL)
+    finish_detached(r);
+  else
+    mp_conn_request_done(r->conn);
+}
+
+void mp_request_route(mp_request *r) {
+  core_over(r);
+  mp_conn *c = r->conn;
+  if (c == NULL) { /* its client has gone: nothing to route for */
+    finish_detached(r);
+    return;
+  }
+  mp_charge *was = mp_charge_switch(&r->charge);
+  bool over = route(r);
+  mp_charge_switch(was);
+  if (over) mp_conn_request_done(c);
 }
 
 void mp_request_account(mp_request *r) {
@@ -357,7 +409,16 @@ static void finish_detached(mp_request *r) {
 }
 
 void mp_request_wake(mp_request *r) {
+  const mp_wait_ops *w = r->wait;
+  if (w != NULL && w->resume != NULL) {
+    w->resume(r);
+    return;
+  }
   r->wait = NULL;
+  if (r->core_answers) { /* its wait was cut short: the client has gone */
+    mp_request_answered(r);
+    return;
+  }
   if (r->task) {
     mp_task_resume(r);
     return;
@@ -519,8 +580,8 @@ void mp_request_detach(mp_request *r) {
 static void stop_detached(mp_request *r) {
   if (r->kids != NULL) mp_task_kill_kids(r);
   mp_wait_cancel(r);
-  r->srv->code_ops->abandon(r->code, r);
-  r->running = false;
+  if (r->code != NULL) r->srv->code_ops->abandon(r->code, r);
+  r->running = r->core_answers = false;
   finish_detached(r);
 }
 
@@ -534,10 +595,13 @@ void mp_request_sweep(mp_server *s) {
     if (now - r->detached_at >= grace && r->wait != NULL &&
         mp_request_current() != r) {
       const mp_route *route = r->match.route;
-      mp_log(MP_LOG_WARN, "%s %s: handler stopped %.1f s after its client "
+      mp_log(MP_LOG_WARN, "%s %s: %s stopped %.1f s after its client "
              "left (--shutdown-timeout)",
-             mp_route_method_name(route, r->msg.method),
-             route->pattern, (double)(now - r->detached_at) / 1000.0);
+             route != NULL ? mp_route_method_name(route, r->msg.method)
+                           : llhttp_method_name((llhttp_method_t)r->msg.method),
+             route != NULL ? route->pattern : "(static file)",
+             route != NULL ? "handler" : "sending",
+             (double)(now - r->detached_at) / 1000.0);
       stop_detached(r);
     }
     r = next;

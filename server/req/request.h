@@ -109,6 +109,15 @@ struct mp_request {
     int unstarted;
   } handler;
   bool running;    /* the handler has not returned yet */
+  /* No handler: the core answers r itself, from a file (the server's
+   * serve_file, handlers/static.c), and r counts as running until
+   * mp_request_answered or mp_request_route. */
+  bool core_answers;
+  /* The file the core is sending as r's body (handlers/static.c's), or
+   * NULL, and how the last one sent for r's handler ended (0, or
+   * MP_NOT_FOUND, MP_DECLINED, MP_CLOSED, ...). */
+  void *file;
+  int file_rc;
   const mp_wait_ops *wait; /* what its handler waits on (wait.h), or NULL */
   uv_timer_t timer;
 
@@ -244,8 +253,21 @@ int mp_request_read(mp_request *r, const char **out);
  * that must not be trailers are dropped. Returns 0 or MP_NOMEM. */
 int mp_request_trailer(mp_request *r, int what, const char *p, size_t n);
 
-/* Resumes r's handler (or task) after its wait is over. Runs Lua. */
+/* Resumes r's handler (or task) after its wait is over; a wait with a
+ * resume of its own gets that instead. Runs Lua. */
 void mp_request_wake(mp_request *r);
+
+/* r, which the core answers itself (r->core_answers), has its response
+ * complete (or failed: then r->keep_alive is false): the request is over,
+ * and the connection goes on with what follows. Call from a loop
+ * callback, never from inside the connection's processing. Runs Lua for
+ * pipelined requests. */
+void mp_request_answered(mp_request *r);
+
+/* r, which the core took to answer itself (r->core_answers), is not its
+ * after all (no such file): r goes to the app's routes as any request,
+ * from a loop callback. Runs Lua. */
+void mp_request_route(mp_request *r);
 
 /* r's connection is closing while its handler still runs: r goes on
  * without it (see above). Never runs Lua: an aborted handler is resumed on

@@ -293,6 +293,20 @@ int mp_response_finish(mp_request *r) {
   return 0;
 }
 
+int mp_response_head(mp_request *r, const char *content_type,
+                     int64_t length) {
+  if (r->res != MP_RES_NEW) return MP_STATE;
+  if (r->conn == NULL) {
+    r->res = MP_RES_DONE;
+    return MP_CLOSED;
+  }
+  r->length_set = true;
+  r->declared = length;
+  if (write_head(r, content_type, length) != 0) return MP_NOMEM;
+  r->res = MP_RES_STREAMING;
+  return 0;
+}
+
 int mp_response_fault(mp_request *r, int kind) {
   static const char malformed[] =
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"

@@ -31,6 +31,14 @@ int mp_response_send(mp_request *r, const char *body, size_t len,
 int mp_response_write(mp_request *r, const char *data, size_t len);
 int mp_response_finish(mp_request *r);
 
+/* The head of a response whose length bytes of body the caller sends
+ * itself, not through the connection's output (a file, with sendfile:
+ * handlers/static.c); content_type is used unless the handler set one.
+ * Counts what it sends in r->sent, and calls mp_response_finish once
+ * r->sent == length. Returns 0, MP_STATE (already begun), MP_CLOSED (the
+ * client has gone; r is done) or MP_NOMEM. */
+int mp_response_head(mp_request *r, const char *content_type, int64_t length);
+
 /* Breaks the response on purpose, as a mock server's fault does, and ends
  * the connection after the responses owed before it. */
 enum {

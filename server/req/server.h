@@ -110,6 +110,14 @@ struct mp_server {
   /* Called, when set, for a request before it is routed: true when it
    * answered it (the stats endpoint). Runs no Lua. */
   bool (*intercept)(mp_server *s, mp_request *r);
+  /* Called, when set and files is, for a request before it is routed
+   * (after intercept): the app's static files (handlers/static.c).
+   * Returns MP_DECLINED when r is not one of theirs (r is routed), 0 when
+   * it answered r, MP_AGAIN when it took r to answer later (r is then
+   * r->core_answers until mp_request_answered or mp_request_route). Runs
+   * no Lua. */
+  int (*serve_file)(mp_server *s, mp_request *r);
+  const void *files; /* the current code's static mounts, or NULL */
   /* Called, when set, for a request released while it still holds
    * outbound sockets (r->outbound): the layer that made them (upstream/)
    * closes or pools them. Runs no Lua. */

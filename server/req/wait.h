@@ -34,6 +34,11 @@ typedef struct mp_wait_ops {
   void (*cleanup)(mp_request *r);
   /* A wait for the client's bytes: held to --body-timeout. */
   bool awaits_input;
+  /* When set, what the connection (or anything else) resumes is this,
+   * not the handler (mp_request_wake): a wait the core works through by
+   * itself, step by step (a file being sent, handlers/static.c), which it
+   * ends itself when done. May be NULL. */
+  void (*resume)(mp_request *r);
 } mp_wait_ops;
 
 /* r's handler waits on ops (it must yield right after). Returns 0, or

@@ -66,9 +66,11 @@ end
 
 --- Checks what an app script returned and lists its routes for the router
 -- as {method, pattern, handler, line}, with the app's middleware and hooks
--- composed into them, and the function the router runs for requests no
--- route serves (nil when the app has no middleware or hooks for them).
--- @usage local routes, fallback = core.export(app, "app.lua")
+-- composed into them, the function the router runs for requests no route
+-- serves (nil when the app has no middleware or hooks for them), and its
+-- static mounts (app:static's records, or nil) for
+-- server/handlers/static.c.
+-- @usage local routes, fallback, statics = core.export(app, "app.lua")
 function app.export(value, path)
   local mt = getmetatable(value)
   -- An App, or an app of a kind built on it (moonport.mock's).
@@ -76,7 +78,8 @@ function app.export(value, path)
     error(path .. ": the script must end with 'return app' (it returned "
           .. type(value) .. ")", 0)
   end
-  return compose(value)
+  local routes, fallback = compose(value)
+  return routes, fallback, value.statics
 end
 
 return app

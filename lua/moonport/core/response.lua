@@ -314,4 +314,12 @@ function Res:redirect(url, status)
   return self
 end
 
+-- ---- Files (core/static.lua) ----
+
+--- Sends a file as the response, from the core (sendfile, off the loop),
+-- with its type, validators, conditionals and ranges; see
+-- moonport.core.static.send_file. Returns res, or nil and why.
+-- @usage return res:send_file("public/report.pdf")
+Res.send_file = require("moonport.core.static").send_file
+
 return { methods = Res }

@@ -70,7 +70,6 @@ local JOURNAL_BODY_MAX = 64 * 1024
 -- A proxied response's body is journaled (for recording) up to this, the
 -- most one entry of the journal's store holds.
 local JOURNAL_RESPONSE_MAX = 1024 * 1024
-local FILE_PIECE = 64 * 1024 -- files are sent in pieces this large
 local LIST_PIECE = 64 * 1024 -- and admin lists
 
 local App = core.App
@@ -495,23 +494,15 @@ local function read_file(path)
   return text
 end
 
--- Streams size bytes of the file at path as the body, in pieces, with a
--- declared Content-Length: a file of any size costs one piece of memory.
--- Returns true, or nil when the file cannot be opened (nothing sent).
+-- Sends the file at path (already confined) as the body, from the core
+-- (res:send_file): its Content-Length, and with status 200 its validators,
+-- conditionals and ranges. Returns true, or nil when the file cannot be
+-- opened (nothing sent).
 local function stream_file(res, path, size)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  res:header("Content-Length", ("%d"):format(size))
-  local left = size
-  while left > 0 do
-    local piece = f:read(left < FILE_PIECE and left or FILE_PIECE)
-    -- A write that gives nothing back: the client has gone.
-    if piece == nil or not res:write(piece) then break end
-    left = left - #piece
-  end
-  f:close()
-  res:finish()
-  return true
+  local _ = size
+  local ok, err = res:send_file(path)
+  if ok or err == "closed" then return true end
+  return nil
 end
 
 -- Resolves name inside the app's __files directory (core.confine). Returns
@@ -820,29 +811,20 @@ local function respond(self, stub, req, res, facts)
   res:send(err.message .. "\n")
 end
 
-local CONTENT_TYPES = {
-  json = "application/json", html = "text/html; charset=utf-8", htm = "text/html; charset=utf-8",
-  txt = "text/plain; charset=utf-8", xml = "application/xml", css = "text/css",
-  js = "text/javascript", svg = "image/svg+xml", png = "image/png", jpg = "image/jpeg",
-  jpeg = "image/jpeg", gif = "image/gif", pdf = "application/pdf",
-}
-
 -- As WireMock does, a GET no stub matches is answered from DIR/__files
 -- when a file is there (a directory's index.html included). The path is
 -- percent-decoded and confined like any file name. Returns true when it
 -- answered.
 local function static_file(self, facts, res)
   if not self.serve_files or (facts.method ~= "GET" and facts.method ~= "HEAD") then return false end
-  local name = unescape_path(facts.path)
-  if name:sub(-1) == "/" then name = name .. "index.html" end
-  local path, size = core.confine(self.files_dir, name)
-  if path == nil then
-    if size ~= "not found" then find_file(self, name) end -- logs the refusal
-    return false
+  -- The core decodes and confines the name (server/handlers/static.c).
+  local ok, err = res:send_file(facts.path,
+    { root = self.files_dir, index = true, dotfiles = true })
+  if ok or err == "closed" then return true end
+  if err == "refused" then
+    log("warn", ("mock: %q: refused, it leads outside %s"):format(unescape_path(facts.path), self.files_dir))
   end
-  local ext = path:match("%.(%w+)$")
-  res:header("Content-Type", CONTENT_TYPES[ext and ext:lower() or ""] or "application/octet-stream")
-  return stream_file(res, path, size) == true
+  return false
 end
 
 local function send_json(res, status, value)

@@ -18,6 +18,7 @@
 #include "response.h"
 #include "shared.h"
 #include "socket.h"
+#include "static.h"
 #include "stream.h"
 
 static const struct {
