@@ -170,9 +170,6 @@ int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
 /* kind: MP_FAULT_*. */
 int mp_res_fault(uint64_t ctx, int kind);
-/* Where the response is: 0 nothing sent yet, 1 head sent and the body
- * streaming, 2 complete. */
-int mp_res_progress(uint64_t ctx);
 
 /* ---- Response compression (ffi/compress.c) ---- */
 

@@ -19,7 +19,6 @@ int mp_res_send(uint64_t ctx, const char *body, size_t len,
 int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
 int mp_res_fault(uint64_t ctx, int kind);
-int mp_res_progress(uint64_t ctx);
 ]]
 
 local C = ffi.C
@@ -30,7 +29,6 @@ local mp_res_send = C.mp_res_send
 local mp_res_write = C.mp_res_write
 local mp_res_finish = C.mp_res_finish
 local mp_res_fault = C.mp_res_fault
-local mp_res_progress = C.mp_res_progress
 
 local MP_AGAIN = C.MP_AGAIN
 local MP_CLOSED = C.MP_CLOSED
@@ -203,7 +201,7 @@ end
 function Res:sse(ev)
   check_self(self, "res:sse")
   if type(ev) ~= "table" then error("res:sse: takes a table {data, event, id, retry, comment}", 2) end
-  if mp_res_progress(self) == 0 then
+  if not self:started() then -- (core/middleware.lua's)
     self:header("Content-Type", "text/event-stream")
     self:header("Cache-Control", "no-cache")
   end

@@ -59,8 +59,3 @@ int mp_res_fault(uint64_t ctx, int kind) {
   LOOKUP(r);
   return mp_response_fault(r, kind);
 }
-
-int mp_res_progress(uint64_t ctx) {
-  LOOKUP(r);
-  return r->res == MP_RES_NEW ? 0 : r->res == MP_RES_STREAMING ? 1 : 2;
-}
