@@ -19,8 +19,10 @@ local SECRET = os.getenv("WEBAPP_SECRET") or "only-for-trying-the-app"
 local PASSWORD = os.getenv("WEBAPP_PASSWORD") or "moonport"
 local store = moonport.shared -- every worker sees the same list
 
-app:use(moonport.compress{})
+-- Declared before any middleware, the front end is served by the core
+-- alone; the middleware below runs for the routes.
 app:static("/", "webapp/public", { cache_control = "no-cache" })
+app:use(moonport.compress{})
 
 -- Logging in and out ----------------------------------------------------------
 

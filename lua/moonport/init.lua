@@ -224,6 +224,8 @@ function App:static(prefix, root, opts)
     precompressed = opts.precompressed ~= false,
     line = info and info.currentline or 0,
     declared = { routes = #self.routes, statics = #statics },
+    -- The middleware declared before it runs for its requests.
+    middleware = #(rawget(self, "middleware") or {}),
   }
   return self
 end

@@ -67,9 +67,9 @@ end
 --- Checks what an app script returned and lists its routes for the router
 -- as {method, pattern, handler, line}, with the app's middleware and hooks
 -- composed into them, the function the router runs for requests no route
--- serves (nil when the app has no middleware or hooks for them), and its
--- static mounts (app:static's records, or nil) for
--- server/handlers/static.c.
+-- serves (nil when the app has no middleware or hooks for them), and the
+-- static mounts (app:static's records, or nil) server/handlers/static.c
+-- serves alone (a mount declared after middleware is served by routes).
 -- @usage local routes, fallback, statics = core.export(app, "app.lua")
 function app.export(value, path)
   local mt = getmetatable(value)
@@ -78,8 +78,7 @@ function app.export(value, path)
     error(path .. ": the script must end with 'return app' (it returned "
           .. type(value) .. ")", 0)
   end
-  local routes, fallback = compose(value)
-  return routes, fallback, value.statics
+  return compose(value)
 end
 
 return app

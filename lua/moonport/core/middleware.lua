@@ -257,15 +257,68 @@ local function route_list(scope_chain, pattern)
   return firsts
 end
 
+-- The handler that serves a static mount from Lua, after middleware:
+-- the rest of the path below its prefix through res:send_file, as the
+-- core serves a mount of its own; 404 where there is no such file.
+local function static_handler(m)
+  local skip = m.prefix == "/" and 0 or #m.prefix
+  local opts = { root = m.root, index = m.index ~= nil, dotfiles = m.dotfiles,
+                 precompressed = m.precompressed, cache_control = m.cache_control }
+  return function(req, res)
+    local path = req.path:sub(skip + 1)
+    if path == "" then path = "/" end
+    local ok, err = res:send_file(path, opts)
+    if not ok and err ~= "closed" and not res:started() then
+      res:status(404):send("not found\n")
+    end
+  end
+end
+
+-- The app's static mounts the core serves alone, and, appended to
+-- routes, GET and HEAD routes for those declared after middleware, which
+-- runs first (the middleware declared before the mount, and the app's
+-- hooks).
+local function static_mounts(app, routes, afters, errors)
+  local statics = rawget(app, "statics")
+  if statics == nil then return nil end
+  local kept, taken = {}, {}
+  for _, r in ipairs(routes) do taken[r[1] .. " " .. r[2]] = true end
+  for _, m in ipairs(statics) do
+    local before = m.middleware or 0
+    if before == 0 then
+      kept[#kept + 1] = m
+    else
+      local slice = {}
+      for i = 1, before do slice[i] = app.middleware[i] end
+      local base = m.prefix == "/" and "" or m.prefix
+      for _, pattern in ipairs({ m.prefix, base .. "/*path" }) do
+        local list = route_list({ { prefix = "", app = { middleware = slice } } }, pattern)
+        local handler = hooked(chain(list, static_handler(m)), afters, errors, "GET " .. pattern)
+        for _, method in ipairs({ "GET", "HEAD" }) do
+          if not taken[method .. " " .. pattern] then
+            taken[method .. " " .. pattern] = true
+            routes[#routes + 1] = { method, pattern, handler, m.line }
+          end
+        end
+      end
+    end
+  end
+  return kept[1] and kept or nil
+end
+
 --- The routes to give the router, as {method, pattern, handler, line},
--- and the fallback function for misses (nil when the app needs none).
--- An app without middleware, hooks and mounts gives its own routes.
--- @usage local routes, fallback = middleware.compose(app)
+-- the fallback function for misses (nil when the app needs none), and
+-- the static mounts the core serves alone (app:static's, or nil): a
+-- mount declared after middleware becomes GET and HEAD routes that run
+-- that middleware, then send the file. An app without middleware, hooks
+-- and mounts gives its own routes.
+-- @usage local routes, fallback, statics = middleware.compose(app)
 function middleware.compose(app)
-  if plain(app) then return app.routes, nil end
+  if plain(app) then return app.routes, nil, rawget(app, "statics") end
   local scopes = scopes_of(app, "", 0, {}, {})
   local routes = {}
   local needs_fallback = false
+  local root_afters, root_errors
   for index, s in ipairs(scopes) do
     local a = s.app
     if a.middleware or a.afters or a.not_found_hook then needs_fallback = true end
@@ -277,6 +330,7 @@ function middleware.compose(app)
       if sc[i].app.error_hook then errors[#errors + 1] = { "", sc[i].app.error_hook } end
     end
     if #errors > 1 then errors = { errors[1] } end
+    if index == 1 then root_afters, root_errors = afters, errors end
     for _, r in ipairs(a.routes) do
       local pattern = joined(s.prefix, r[2])
       local list = route_list(sc, pattern)
@@ -284,7 +338,8 @@ function middleware.compose(app)
       routes[#routes + 1] = { r[1], pattern, hooked(chain(list, r[3]), afters, errors, name), r[4] }
     end
   end
-  if not needs_fallback then return routes, nil end
+  local statics = static_mounts(app, routes, root_afters, root_errors)
+  if not needs_fallback then return routes, nil, statics end
 
   -- The fallback: every middleware, each tested against the path; then
   -- the innermost not-found hook whose scope covers the path, or the
@@ -311,7 +366,7 @@ function middleware.compose(app)
     end
     mp_res_miss(res)
   end
-  return routes, hooked(chain(list, final), afters, errors, nil)
+  return routes, hooked(chain(list, final), afters, errors, nil), statics
 end
 
 return middleware
