@@ -366,6 +366,42 @@ int mp_response_error_to(mp_server *s, mp_buf *out, int status,
   return (int)n;
 }
 
+/* Whether a field the handler (or its middleware) set goes out with an
+ * error answer the core makes in its place: its request id, and CORS's
+ * fields, without which a browser hides the error from the page. */
+static bool kept_on_error(const char *line, size_t len) {
+  static const char *const names[] = {"x-request-id:", "vary:",
+                                      "access-control-"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    size_t n = strlen(names[i]);
+    if (len > n && mp_str_ieq(line, names[i], n)) return true;
+  }
+  return false;
+}
+
+/* extra, after the kept fields of r's own, in buf (cap bytes); fields
+ * that do not fit are left out. Returns the length. */
+static size_t error_fields(const mp_request *r, const char *extra,
+                           size_t extra_len, char *buf, size_t cap) {
+  size_t n = 0;
+  const char *p = r->headers.data;
+  const char *end = p + r->headers.len;
+  while (p != NULL && p < end) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    size_t len = eol ? (size_t)(eol - p) + 1 : (size_t)(end - p);
+    if (kept_on_error(p, len) && n + len + extra_len <= cap) {
+      memcpy(buf + n, p, len);
+      n += len;
+    }
+    p += len;
+  }
+  if (extra_len > 0 && n + extra_len <= cap) {
+    memcpy(buf + n, extra, extra_len);
+    n += extra_len;
+  }
+  return n;
+}
+
 static void send_error(mp_request *r, int status, const char *text,
                        const char *extra, size_t extra_len) {
   if (r->conn == NULL) {
@@ -385,6 +421,11 @@ static void send_error(mp_request *r, int status, const char *text,
   r->status = status;
   bool close = !r->keep_alive;
   mp_buf *out = mp_conn_out(r->conn);
+  char fields[2048];
+  if (r->headers.len > 0) {
+    extra_len = error_fields(r, extra, extra_len, fields, sizeof fields);
+    extra = fields;
+  }
   if (r->head_only) {
     /* Same head as the GET would get, without the body. */
     size_t before = out->len;

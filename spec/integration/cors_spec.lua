@@ -111,6 +111,12 @@ describe("moonport.cors for any origin", function()
     assert.equal("*", h2["access-control-allow-origin"])
     assert.is_nil(h2["vary"])
   end)
+
+  it("keeps its fields on the core's 500, so a page can read the error", function()
+    local status, h = helpers.request(server.port, "GET", "/broken", { Origin = APP })
+    assert.equal(500, status)
+    assert.equal("*", h["access-control-allow-origin"])
+  end)
 end)
 
 describe("the mock's CORS", function()

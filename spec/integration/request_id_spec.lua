@@ -43,6 +43,15 @@ describe("--request-id", function()
     assert.is_number(entry.lua_bytes)
   end)
 
+  it("sends it back on the core's own answers too: a 404, a failed handler's 500", function()
+    local status, headers = helpers.request(server.port, "GET", "/nothing", { ["X-Request-Id"] = "miss-1" })
+    assert.equal(404, status)
+    assert.equal("miss-1", headers["x-request-id"])
+    status, headers = helpers.request(server.port, "GET", "/fail", { ["X-Request-Id"] = "fail-0" })
+    assert.equal(500, status)
+    assert.equal("fail-0", headers["x-request-id"])
+  end)
+
   it("makes one when the client sent none or one that is not a short token", function()
     local ids = {}
     for _, given in ipairs({ false, "has space", ("x"):rep(65) }) do
