@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -170,41 +171,28 @@ void mp_access_log_flush(void) {
   access_len = 0;
 }
 
-/* Copies src into dst as nginx writes a quoted log field: '"', '\\',
- * control bytes and bytes from 0x7f up as \xHH, so the field stays one
- * quoted string whatever the request held. Stops before an escape that
- * would pass cap. Returns the bytes written. */
-static size_t escape_field(char *dst, size_t cap, const char *src, size_t n) {
+/* Copies src into dst as a quoted field's contents: printable ASCII as
+ * it is, and the rest escaped, so the field stays one string whatever the
+ * request held. In a text format, as nginx writes them: '"', '\\',
+ * control bytes and bytes from 0x7f up as \xHH. In JSON (json true): '"'
+ * and '\\' behind a backslash, the others as \u00XX. Stops before an
+ * escape that would pass cap. Returns the bytes written. */
+static size_t escape_field(char *dst, size_t cap, const char *src, size_t n,
+                           bool json) {
   static const char hex[] = "0123456789ABCDEF";
+  static const char jhex[] = "0123456789abcdef";
   size_t o = 0;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)src[i];
     if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
       if (o + 1 > cap) break;
       dst[o++] = (char)c;
-    } else {
+    } else if (!json) {
       if (o + 4 > cap) break;
       dst[o++] = '\\';
       dst[o++] = 'x';
       dst[o++] = hex[c >> 4];
       dst[o++] = hex[c & 15];
-    }
-  }
-  return o;
-}
-
-/* Copies src into dst as a JSON string's contents: '"' and '\\' escaped,
- * control bytes and bytes from 0x7f up as \u00XX (so the line is JSON
- * whatever the request held). Stops before an escape that would pass
- * cap. Returns the bytes written. */
-static size_t json_field(char *dst, size_t cap, const char *src, size_t n) {
-  static const char hex[] = "0123456789abcdef";
-  size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)src[i];
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      if (o + 1 > cap) break;
-      dst[o++] = (char)c;
     } else if (c == '"' || c == '\\') {
       if (o + 2 > cap) break;
       dst[o++] = '\\';
@@ -212,8 +200,8 @@ static size_t json_field(char *dst, size_t cap, const char *src, size_t n) {
     } else {
       if (o + 6 > cap) break;
       memcpy(dst + o, "\\u00", 4);
-      dst[o + 4] = hex[c >> 4];
-      dst[o + 5] = hex[c & 15];
+      dst[o + 4] = jhex[c >> 4];
+      dst[o + 5] = jhex[c & 15];
       o += 6;
     }
   }
@@ -271,7 +259,7 @@ static void put_quoted(line *l, const char *s, size_t n, size_t max) {
   } else {
     size_t room = ACCESS_LINE_MAX - 1 - l->len;
     if (room > max) room = max;
-    l->len += escape_field(l->p + l->len, room, s, n);
+    l->len += escape_field(l->p + l->len, room, s, n, false);
   }
   put(l, "\"", 1);
 }
@@ -286,7 +274,7 @@ static void put_json(line *l, const char *key, const char *s, size_t n,
   put(l, "\"", 1);
   size_t room = ACCESS_LINE_MAX - 1 - l->len;
   if (room > max) room = max;
-  l->len += json_field(l->p + l->len, room, s, n);
+  l->len += escape_field(l->p + l->len, room, s, n, true);
   put(l, "\"", 1);
 }
 

@@ -109,4 +109,21 @@ function base.forget(req)
   if ngxs[req] ~= nil then ngxs[req] = nil end
 end
 
+-- The output buffer of the FFI calls that write a result for Lua to copy
+-- out at once (ffi.string): one kept for results up to KEEP bytes, one of
+-- their own for larger ones (the garbage collector takes it back).
+local KEEP = 64 * 1024
+local kept_buffer = ffi.new("char[?]", 1024)
+local kept_size = 1024
+
+--- A char buffer of at least n bytes, valid until the next call.
+-- @usage local out = base.out_buffer(#s * 2)
+function base.out_buffer(n)
+  if n <= kept_size then return kept_buffer end
+  if n > KEEP then return ffi.new("char[?]", n) end
+  kept_size = KEEP
+  kept_buffer = ffi.new("char[?]", KEEP)
+  return kept_buffer
+end
+
 return base

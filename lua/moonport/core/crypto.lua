@@ -5,7 +5,7 @@
 -- @module moonport.core.crypto
 
 local ffi = require("ffi")
-require("moonport.core.base")
+local base = require("moonport.core.base")
 
 ffi.cdef[[
 int mp_digest(int alg, const char *data, size_t len, unsigned char *out);
@@ -57,19 +57,7 @@ local algorithms = crypto.algorithms
 local digest_out = ffi_new("unsigned char[?]", C.MP_DIGEST_MAX)
 local crc_out = ffi_new("uint32_t[1]")
 
--- The output buffer, at least n bytes: one kept for results up to
--- KEEP bytes, a buffer of their own for larger ones (the garbage collector
--- takes it back).
-local KEEP = 64 * 1024
-local kept = ffi_new("char[?]", 1024)
-local kept_size = 1024
-local function buffer(n)
-  if n <= kept_size then return kept end
-  if n > KEEP then return ffi_new("char[?]", n) end
-  kept_size = KEEP
-  kept = ffi_new("char[?]", KEEP)
-  return kept
-end
+local buffer = base.out_buffer
 
 local function alg_of(name, what)
   local alg = algorithms[name]

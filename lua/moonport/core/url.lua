@@ -3,7 +3,7 @@
 -- @module moonport.core.url
 
 local ffi = require("ffi")
-require("moonport.core.base")
+local base = require("moonport.core.base")
 
 ffi.cdef[[
 int mp_url_unescape(const char *src, size_t len, int plus_space, char *dst);
@@ -12,23 +12,11 @@ int mp_url_unescape(const char *src, size_t len, int plus_space, char *dst);
 local mp_url_unescape = ffi.C.mp_url_unescape
 
 local error, find = error, string.find
-local ffi_string, ffi_new = ffi.string, ffi.new
+local ffi_string = ffi.string
 
 local url = {}
 
--- The output buffer, at least n bytes: one kept for texts up to KEEP
--- bytes, one of their own for longer ones (the garbage collector takes
--- it back), as core/crypto.lua does.
-local KEEP = 64 * 1024
-local kept = ffi_new("char[?]", 1024)
-local kept_size = 1024
-local function buffer(n)
-  if n <= kept_size then return kept end
-  if n > KEEP then return ffi_new("char[?]", n) end
-  kept_size = KEEP
-  kept = ffi_new("char[?]", KEEP)
-  return kept
-end
+local buffer = base.out_buffer
 
 --- s percent-decoded as req:query decodes: %XX becomes its byte, a "%"
 -- not followed by two hex digits stays as it is, and with plus_space "+"
