@@ -1449,4 +1449,10 @@ function MockApp:load_dir(dir)
   return self
 end
 
+--- json-server mode: adds json-server 0.17's routes over the JSON file at
+-- path to app (see moonport.mock.json_db); returns app.
+-- @usage mock.json_db(app, "db.json")
+function mock.json_db(app, path) return require("moonport.mock.json_db").attach(app, path) end
+MockApp.serve_stubs = serve -- what json_db hands a path that names no resource
+
 return mock
