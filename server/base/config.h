@@ -35,6 +35,7 @@ typedef struct mp_config {
   bool admin_cors;        /* /__admin answers other origins (--admin-cors) */
   const char *admin_hosts; /* --admin-host: more Host names for /__admin */
   const char *proxy_all;  /* --proxy-all URL: unmatched mock requests go there */
+  const char *json_db;    /* --json-db FILE: serve it as json-server does */
   const char *access_log_format; /* --access-log-format: its name */
   bool request_id;        /* --request-id: every request gets an id */
   bool gzip;              /* --gzip: compress what clients accept */

@@ -455,6 +455,7 @@ typedef struct mp_mock_config {
   int journal_size;        /* --journal-size */
   const char *proxy_all;   /* --proxy-all URL, or NULL */
   int record_mappings;     /* --record-mappings */
+  const char *json_db;     /* --json-db FILE, or NULL */
 } mp_mock_config;
 
 /* Fills *out from the command line. Returns 0. */

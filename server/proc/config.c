@@ -165,6 +165,10 @@ static const option options[] = {
     {"--proxy-all", OPT_TEXT, "URL", TEXT(proxy_all), NULL, 0, 0, "a URL",
      "the mock forwards every request no stub matches to URL (an http or "
      "https base) and answers with what it answers"},
+    {"--json-db", OPT_TEXT, "FILE", TEXT(json_db), NULL, 0, 0, "a file",
+     "serve FILE as json-server 0.17 does (a REST API over its arrays and "
+     "objects, written back on every change); with --mock, next to its "
+     "stubs; instead of an APP"},
     {"--record-mappings", OPT_SET, NULL, FLAG(record_mappings), NULL, 0, 0,
      NULL,
      "with --proxy-all: write what the API answers to DIR/mappings and "
@@ -454,7 +458,12 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
             "APP, not both\n");
     return MP_CONFIG_USAGE;
   }
-  if (cfg->app == NULL && cfg->mock_dir == NULL) {
+  if (cfg->app != NULL && cfg->json_db != NULL) {
+    fprintf(stderr, "moonport: --json-db serves a file; give it or an "
+            "APP, not both (an APP calls mock.json_db instead)\n");
+    return MP_CONFIG_USAGE;
+  }
+  if (cfg->app == NULL && cfg->mock_dir == NULL && cfg->json_db == NULL) {
     fprintf(stderr, "moonport: no APP.lua given (see --help)\n");
     return MP_CONFIG_USAGE;
   }

@@ -85,9 +85,10 @@ int main(int argc, char **argv) {
   int rc = mp_config_parse(&cfg, argc, argv);
   if (rc == MP_CONFIG_EXIT) return 0;
   if (rc == MP_CONFIG_USAGE) return 2;
-  /* --mock DIR runs the library's own app, which serves DIR. */
+  /* --mock DIR and --json-db FILE run the library's own app, which serves
+   * them. */
   static char mock_app[4096];
-  if (cfg.mock_dir != NULL) {
+  if (cfg.mock_dir != NULL || cfg.json_db != NULL) {
     snprintf(mock_app, sizeof mock_app, "%s/moonport/mock/server.lua",
              mp_vm_library_dir());
     cfg.app = mock_app;

@@ -24,7 +24,7 @@ static const struct field {
     F(host), F(port), F(app), F(check), F(debug), F(stats), F(access_log),
     F(server_header), F(error_log), F(workers), F(workers_auto),
     F(handler_timeout_ms), F(shared_size), F(mock_state_size),
-    F(journal_memory), F(mock_dir), F(cors), F(admin_cors), F(admin_hosts), F(proxy_all), F(record_mappings),
+    F(journal_memory), F(mock_dir), F(cors), F(admin_cors), F(admin_hosts), F(proxy_all), F(json_db), F(record_mappings),
     F(access_log_format), F(request_id), F(gzip),
     F(journal_size), F(watch), F(watch_delay_ms), F(request_memory_limit),
     F(load_timeout_ms), F(load_memory_limit), F(write_high_water),
@@ -149,6 +149,7 @@ static const setting settings[] = {
     {"--mock", "mockdir", "mock_dir", 0, "mockdir"},
     {"--admin-host", "a.test", "admin_hosts", 0, "a.test"},
     {"--proxy-all", "http://api.test", "proxy_all", 0, "http://api.test"},
+    {"--json-db", "db.json", "json_db", 0, "db.json"},
     {"--error-log", "err.log", "error_log", 0, "err.log"},
     {"--tls-ca", "ca.pem", "tls_ca", 0, "ca.pem"},
     {"--pg", "dbname=x", "pg", 0, "dbname=x"},
@@ -213,8 +214,8 @@ static void test_each_option_sets_its_field_only(void) {
     const setting *s = &settings[i];
     mp_config got, want = defaults;
     int rc;
-    if (strcmp(s->option, "--mock") == 0) {
-      /* --mock takes the place of APP. */
+    if (strcmp(s->option, "--mock") == 0 || strcmp(s->option, "--json-db") == 0) {
+      /* --mock and --json-db take the place of APP. */
       rc = PARSE(&got, s->option, s->value);
       want.app = NULL;
     } else if (strcmp(s->option, "--record-mappings") == 0) {

@@ -13,6 +13,7 @@ typedef struct mp_mock_config {
   int journal_size;
   const char *proxy_all;
   int record_mappings;
+  const char *json_db;
 } mp_mock_config;
 int mp_mock_settings(mp_mock_config *out);
 ]]
@@ -31,7 +32,7 @@ end
 -- listen_host = the host of --listen, admin_hosts = --admin-host or nil,
 -- cors = true unless --no-cors, admin_cors = --admin-cors,
 -- journal_size = --journal-size, proxy_all = --proxy-all or nil,
--- record_mappings = --record-mappings }.
+-- record_mappings = --record-mappings, json_db = --json-db or nil }.
 -- @usage local settings = core.mock_settings()
 function mock.settings()
   local cfg = ffi.new("mp_mock_config")
@@ -40,7 +41,8 @@ function mock.settings()
            admin_hosts = opt_string(cfg.admin_hosts), cors = cfg.cors ~= 0,
            admin_cors = cfg.admin_cors ~= 0, journal_size = cfg.journal_size,
            proxy_all = opt_string(cfg.proxy_all),
-           record_mappings = cfg.record_mappings ~= 0 }
+           record_mappings = cfg.record_mappings ~= 0,
+           json_db = opt_string(cfg.json_db) }
 end
 
 return mock

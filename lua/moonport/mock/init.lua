@@ -1450,9 +1450,10 @@ function MockApp:load_dir(dir)
 end
 
 --- json-server mode: adds json-server 0.17's routes over the JSON file at
--- path to app (see moonport.mock.json_db); returns app.
+-- path to app (see moonport.mock.json_db); opts.stubs = false: paths of no
+-- resource get 404 {} rather than the stubs. Returns app.
 -- @usage mock.json_db(app, "db.json")
-function mock.json_db(app, path) return require("moonport.mock.json_db").attach(app, path) end
+function mock.json_db(app, path, opts) return require("moonport.mock.json_db").attach(app, path, opts) end
 MockApp.serve_stubs = serve -- what json_db hands a path that names no resource
 
 return mock

@@ -635,11 +635,12 @@ end
 -- and `GET/POST/PUT/PATCH/DELETE` on `/{name}`, `/{name}/{id}` and
 -- `/{name}/{id}/{child}` for every top-level array or object of the file.
 -- A path whose first segment names no resource of the file goes to
--- what the app serves otherwise (a mock app's stubs), else gets 404 `{}`.
+-- what the app serves otherwise (a mock app's stubs) unless opts.stubs is
+-- false, else gets 404 `{}`.
 -- Raises when the file cannot be read or is not an object of arrays and
 -- objects. Returns app.
 -- @usage mock.json_db(app, "db.json")
-function M.attach(app, path)
+function M.attach(app, path, opts)
   if type(path) ~= "string" or path == "" then error("mock.json_db: path must be a file name", 2) end
   local text, err = read_file(path)
   if text == nil then error("mock.json_db: cannot read " .. tostring(err), 2) end
@@ -650,7 +651,7 @@ function M.attach(app, path)
   local key = "jsondb:" .. path
   local db = setmetatable({ path = path, k_data = key .. ":data", k_version = key .. ":version",
                             k_lock = key .. ":lock", token = tostring(random(1, 2 ^ 30)) }, Db)
-  local fallback = app.serve_stubs and function(req, res) return app:serve_stubs(req, res) end
+  local fallback = app.serve_stubs and not (opts and opts.stubs == false) and function(req, res) return app:serve_stubs(req, res) end
 
   -- Runs fn(doc, req, res) with the current document, or answers why not.
   local function reading(fn)

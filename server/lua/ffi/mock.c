@@ -18,5 +18,6 @@ int mp_mock_settings(mp_mock_config *out) {
   out->journal_size = (int)cfg->journal_size;
   out->proxy_all = cfg->proxy_all;
   out->record_mappings = cfg->record_mappings;
+  out->json_db = cfg->json_db;
   return 0;
 }
