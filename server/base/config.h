@@ -73,4 +73,9 @@ enum {
  * MP_CONFIG_USAGE (after printing one line naming the problem). */
 int mp_config_parse(mp_config *cfg, int argc, char **argv);
 
+/* What the server serves, as its messages name it: *what is "--mock ",
+ * "--json-db " or "" and *name the directory, the file or the APP. */
+void mp_config_source(const mp_config *cfg, const char **what,
+                      const char **name);
+
 #endif

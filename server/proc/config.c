@@ -217,6 +217,20 @@ static const option options[] = {
 
 #define NOPTIONS (sizeof options / sizeof options[0])
 
+void mp_config_source(const mp_config *cfg, const char **what,
+                      const char **name) {
+  if (cfg->mock_dir != NULL) {
+    *what = "--mock ";
+    *name = cfg->mock_dir;
+  } else if (cfg->json_db != NULL) {
+    *what = "--json-db ";
+    *name = cfg->json_db;
+  } else {
+    *what = "";
+    *name = cfg->app;
+  }
+}
+
 /* A size as --help and the messages write it: 64k, 16m, 256 bytes. */
 static void format_size(char *out, size_t cap, uint64_t n) {
   if (n % MIB == 0)

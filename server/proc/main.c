@@ -46,9 +46,10 @@ static void on_alarm(int sig) {
 /* Loads the app in a state of its own (with a store of its own, in case
  * the script uses moonport.shared while loading) and lists its routes. */
 static int check(const mp_config *cfg) {
+  const char *what, *name;
+  mp_config_source(cfg, &what, &name);
   snprintf(timeout_msg, sizeof timeout_msg,
-           "%s: loading took longer than --load-timeout (%.3g s)\n",
-           cfg->mock_dir ? cfg->mock_dir : cfg->app,
+           "%s: loading took longer than --load-timeout (%.3g s)\n", name,
            (double)cfg->load_timeout_ms / 1000.0);
   signal(SIGALRM, on_alarm);
   struct itimerval it = {.it_value = {
@@ -68,8 +69,7 @@ static int check(const mp_config *cfg) {
   setitimer(ITIMER_REAL, &(struct itimerval){0}, NULL);
   if (vm != NULL) {
     const mp_router *router = mp_vm_router(vm);
-    printf("%s%s: ok, %u route%s\n", cfg->mock_dir ? "--mock " : "",
-           cfg->mock_dir ? cfg->mock_dir : cfg->app, mp_router_count(router),
+    printf("%s%s: ok, %u route%s\n", what, name, mp_router_count(router),
            mp_router_count(router) == 1 ? "" : "s");
     print_routes(router);
     mp_vm_close(vm);

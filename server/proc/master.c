@@ -209,11 +209,11 @@ static void worker_ready(master *m, incarnation *in) {
   if (!m->started && m->nready == m->cfg->workers) {
     m->started = true;
     unsigned r = m->nroutes, w = m->cfg->workers;
+    const char *what, *name;
+    mp_config_source(m->cfg, &what, &name);
     printf("moonport %s listening on http://%s (%u route%s from %s%s, %u "
            "worker%s)\n",
-           MP_VERSION, m->listen_arg, r, r == 1 ? "" : "s",
-           m->cfg->mock_dir ? "--mock " : "",
-           m->cfg->mock_dir ? m->cfg->mock_dir : m->cfg->app, w,
+           MP_VERSION, m->listen_arg, r, r == 1 ? "" : "s", what, name, w,
            w == 1 ? "" : "s");
     fflush(stdout);
     mp_release_startup_pages();
@@ -523,10 +523,10 @@ static void reload_checked(master *m, const mp_check_result *res) {
       mp_log(MP_LOG_WARN, "worker %u: cannot ask it to reload: %s", in->id,
              uv_strerror(rc));
   }
-  mp_log(MP_LOG_INFO, "reloaded %s%s (%s): %u route%s",
-         m->cfg->mock_dir ? "--mock " : "",
-         m->cfg->mock_dir ? m->cfg->mock_dir : m->cfg->app, why, m->nroutes,
-         m->nroutes == 1 ? "" : "s");
+  const char *what, *name;
+  mp_config_source(m->cfg, &what, &name);
+  mp_log(MP_LOG_INFO, "reloaded %s%s (%s): %u route%s", what, name, why,
+         m->nroutes, m->nroutes == 1 ? "" : "s");
 }
 
 static void on_checked(void *ud, const mp_check_result *res) {
@@ -678,14 +678,23 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   }
   memcpy(m.root, m.app_path, sizeof m.root);
   *strrchr(m.root, '/') = '\0';
-  if (cfg->mock_dir != NULL) {
-    /* The files to watch are the directory's, not the library's. */
+  if (cfg->mock_dir != NULL || cfg->json_db != NULL) {
+    /* The files to watch are the directory's (--mock's, else the one
+     * holding --json-db's file), not the library's. */
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", cfg->mock_dir);
+    if (cfg->mock_dir != NULL) {
+      snprintf(dir, sizeof dir, "%s", cfg->mock_dir);
+    } else {
+      snprintf(dir, sizeof dir, "%s", cfg->json_db);
+      char *slash = strrchr(dir, '/');
+      if (slash == NULL) snprintf(dir, sizeof dir, ".");
+      else if (slash == dir) dir[1] = '\0';
+      else *slash = '\0';
+    }
     for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--) dir[n - 1] = '\0';
     if (!mp_watch_abspath(dir, m.root, sizeof m.root)) {
-      fprintf(stderr, "moonport: --mock: cannot open '%s': %s\n",
-              cfg->mock_dir, strerror(errno));
+      fprintf(stderr, "moonport: %s: cannot open '%s': %s\n",
+              cfg->mock_dir ? "--mock" : "--json-db", dir, strerror(errno));
       goto done;
     }
   }

@@ -218,6 +218,21 @@ describe("json-server mode", function()
       for name in io.popen("ls -A " .. dir):lines() do assert.equal("db.json", name) end
     end)
 
+    it("takes the file back when it is edited by hand, and not after its own writes", function()
+      assert.equal(201, (send(port, "POST", "/posts", { title = "kept" })))
+      local doc = file()
+      doc.posts = { { id = 1, title = "edited by hand" } }
+      helpers.write_by_rename(db, cjson.encode(doc))
+      assert.truthy(helpers.eventually(function()
+        local _, posts = get(port, "/posts")
+        return #posts == 1 and posts[1].title == "edited by hand"
+      end), "the edit was not taken")
+      assert.equal(201, (send(port, "POST", "/posts", { title = "after" })))
+      assert.equal(2, #file().posts)
+      local _, posts = get(port, "/posts")
+      assert.equal(2, #posts)
+    end)
+
     it("refuses a body that is not a JSON object", function()
       local status = helpers.request(port, "POST", "/posts", { ["Content-Type"] = "application/json" }, "[1]")
       assert.equal(400, status)

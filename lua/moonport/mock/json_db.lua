@@ -33,6 +33,7 @@ local core = require("moonport.core")
 local json = require("moonport.json")
 local url = require("moonport.url")
 local worker = require("moonport.core.worker")
+local crypto = require("moonport.core.crypto")
 
 local json_encode, json_decode = json.encode, json.decode
 local array_mt, null = json.array_mt, json.null
@@ -283,6 +284,9 @@ local function decode_db(text, where)
   return doc
 end
 
+-- What tells the file's texts apart: the SHA-1 of the text, in hex.
+local function digest(text) return crypto.hex(crypto.digest("sha1", text)) end
+
 local Db = {}
 Db.__index = Db
 
@@ -309,6 +313,7 @@ function Db:seed()
   if doc == nil then return nil, err end
   local ok, why = state:set(self.k_data, json_encode(doc))
   if not ok then return nil, why end
+  state:set(self.k_file, digest(text))
   state:incr(self.k_version, 1, 0)
   return true
 end
@@ -353,7 +358,10 @@ function Db:write(change)
     local text = json_encode(doc)
     local stored, why = state:set(self.k_data, text)
     if not stored then self:unlock() return nil, 507, "the mock's state store is full: " .. tostring(why) end
-    local written, werr = write_file(self.path, pretty_text(doc))
+    local file_text = pretty_text(doc)
+    -- Before the rename, whose reload must not take it for a hand edit.
+    state:set(self.k_file, digest(file_text))
+    local written, werr = write_file(self.path, file_text)
     if not written then
       state:set(self.k_data, old)
       self:unlock()
@@ -650,7 +658,18 @@ function M.attach(app, path, opts)
 
   local key = "jsondb:" .. path
   local db = setmetatable({ path = path, k_data = key .. ":data", k_version = key .. ":version",
-                            k_lock = key .. ":lock", token = tostring(random(1, 2 ^ 30)) }, Db)
+                            k_lock = key .. ":lock", k_file = key .. ":file",
+                            token = tostring(random(1, 2 ^ 30)) }, Db)
+  -- The file was edited by hand since the store last read or wrote it
+  -- (its change reloaded the app, which runs this again): the store takes
+  -- the file's document.
+  if state:get(db.k_version) ~= nil and state:get(db.k_file) ~= digest(text) then
+    if state:set(db.k_data, json_encode(decode_db(text, path))) then
+      state:set(db.k_file, digest(text))
+      state:incr(db.k_version, 1, 0)
+      core.log("info", "mock: " .. path .. " changed on disk: reloaded")
+    end
+  end
   local fallback = app.serve_stubs and not (opts and opts.stubs == false) and function(req, res) return app:serve_stubs(req, res) end
 
   -- Runs fn(doc, req, res) with the current document, or answers why not.
