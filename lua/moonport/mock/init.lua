@@ -1453,10 +1453,8 @@ local function send_empty(res)
   res:send("")
 end
 
--- WireMock's admin endpoints of its second round: global settings, a
--- scenario's state, importing and saving mappings, near misses, removing
--- journal entries, and the list of body files.
-local function more_admin_routes(self, admin, matching)
+-- /__admin/settings and /__admin/scenarios/{name}/state.
+local function settings_routes(self, admin)
   local function settings_answer(res)
     local text = state:get(KEY_SETTINGS)
     res:status(200):header("Content-Type", "application/json")
@@ -1505,7 +1503,10 @@ local function more_admin_routes(self, admin, matching)
     if not state:set(KEY_SCENARIO .. name, to) then return no_room(res, "scenario " .. name) end
     send_json(res, 200, {})
   end)
+end
 
+-- /__admin/mappings/import and /__admin/mappings/save.
+local function mapping_set_routes(self, admin)
   admin("POST", "/mappings/import", function(req, res)
     local body, err = decode_body(req)
     if body == nil then return bad_request(res, err) end
@@ -1568,7 +1569,11 @@ local function more_admin_routes(self, admin, matching)
     end
     send_empty(res)
   end)
+end
 
+-- WireMock's near misses: for unmatched requests, a request given, or a
+-- request pattern against the journal.
+local function near_miss_routes(self, admin)
   local function stream_near(res, produce)
     stream_list(res, "nearMisses", function(emit)
       produce(emit)
@@ -1619,7 +1624,10 @@ local function more_admin_routes(self, admin, matching)
       end
     end)
   end)
+end
 
+-- Removing journal entries, and the list of body files.
+local function journal_and_file_routes(self, admin, matching)
   admin("DELETE", "/requests/:id", function(req, res)
     local id = req.params.id
     if not id:find(UUID) then
@@ -1794,7 +1802,10 @@ local function admin_routes(self)
     send_json(res, 200, {})
   end)
   recording_routes(self, admin)
-  more_admin_routes(self, admin, matching)
+  settings_routes(self, admin)
+  mapping_set_routes(self, admin)
+  near_miss_routes(self, admin)
+  journal_and_file_routes(self, admin, matching)
 end
 
 -- Apps ----------------------------------------------------------------------
