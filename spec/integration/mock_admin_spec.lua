@@ -211,6 +211,20 @@ describe("mock admin API", function()
       assert.same({ "get-user-1-" .. P .. ".json", "post-apiorders-" .. Q .. ".json" }, files(dir .. "/mappings"))
       assert.is_true(helpers.json(select(2, call(port, "GET", "/__admin/mappings/" .. Q))).persistent)
 
+      -- An id goes into the file's name: one that could lead elsewhere is
+      -- refused, and mappings/save writes nothing while one is there.
+      status, body = call(port, "POST", "/__admin/mappings", { id = "../../evil", persistent = true,
+        request = { url = "/evil" }, response = { body = "no" } })
+      assert.equal(422, status)
+      assert.matches("persistent mapping's id", body)
+      assert.equal(201, (call(port, "POST", "/__admin/mappings",
+        { id = "../x", request = { url = "/x" }, response = { body = "x" } })))
+      status, body = call(port, "POST", "/__admin/mappings/save")
+      assert.equal(422, status)
+      assert.matches("nothing was written", body)
+      assert.same({ "mappings" }, files(dir))
+      assert.equal(200, (call(port, "DELETE", "/__admin/mappings/..%2Fx")))
+
       m:stop()
       mocks = {}
       m = new_mock(dir)

@@ -1285,6 +1285,14 @@ local function mapping_file_name(mapping)
   return safe_name(base) .. "-" .. mapping.id .. ".json"
 end
 
+-- Why a mapping's id cannot name a file, or nil: it goes into the file's
+-- name as it is, so only letters, digits, "-" and "_" (a UUID's).
+local function unsafe_id(id)
+  if id:find("[^%w_%-]") then
+    return "id " .. id .. ": a persistent mapping's id has only letters, digits, \"-\" and \"_\""
+  end
+end
+
 -- The file under mappings/ that holds mapping id, or nil: one the admin
 -- API wrote, or the file a persistent mapping was loaded from.
 local function file_of(self, id)
@@ -1297,6 +1305,8 @@ end
 -- restart reads all of it or none. Returns true, or nil and why.
 local function persist(self, mapping)
   local id = mapping.id
+  local bad = unsafe_id(id)
+  if bad then return nil, bad end
   local name = file_of(self, id) or mapping_file_name(mapping)
   mapping.persistent = true
   local ok, err = record.write(mapping, self.root, name)
@@ -1340,6 +1350,10 @@ local function admit_mapping(self, mapping, id)
     return nil, "id: a string of 1 to 200 characters"
   end
   mapping.id, mapping.uuid = id, id
+  if mapping.persistent == true then
+    local bad = unsafe_id(id)
+    if bad then return nil, bad end
+  end
   return true
 end
 
@@ -1555,7 +1569,12 @@ local function mapping_set_routes(self, admin)
   end)
 
   admin("POST", "/mappings/save", function(req, res)
-    for _, a in ipairs((admin_state())) do
+    local added = admin_state()
+    for _, a in ipairs(added) do
+      local bad = unsafe_id(a.id)
+      if bad then return admin_error(res, 422, "Mapping not written", bad .. "; nothing was written") end
+    end
+    for _, a in ipairs(added) do
       local m = a.mapping
       m.id, m.uuid = a.id, a.id
       local was = m.persistent
