@@ -58,6 +58,8 @@ local KEY_SEQ = "seq:journal"         -- the last journal entry's number
 local KEY_JOURNAL_FIRST = "journal:first" -- the first entry kept
 local KEY_RECORDING = "recording"     -- the recorder's state (JSON)
 local KEY_RECORDED = "recorded:"      -- .. digest: --record-mappings wrote it
+local KEY_SETTINGS = "settings"       -- /__admin/settings as given (JSON)
+local KEY_FILE = "file:"              -- .. id: its file under mappings/
 -- In the journal store:
 local KEY_ENTRY = "entry:"            -- .. n: one entry (JSON)
 
@@ -199,6 +201,25 @@ local function admin_state()
   return added, removed
 end
 
+-- The global delay /__admin/settings set, from the state store: nil, or
+-- {fixed = ms or nil, distribution = a delay distribution (snake_case
+-- keys, as a stub's) or nil}.
+local function global_delay()
+  local text = state:get(KEY_SETTINGS)
+  local s = text and json_decode(text)
+  if type(s) ~= "table" then return nil end
+  local d = s.delayDistribution
+  if type(d) == "table" then
+    d = { type = d.type, lower = d.lower, upper = d.upper, median = d.median,
+          sigma = d.sigma, max_value = d.maxValue }
+  else
+    d = nil
+  end
+  local fixed = tonumber(s.fixedDelay)
+  if fixed == nil and d == nil then return nil end
+  return { fixed = fixed, distribution = d }
+end
+
 -- The stubs now in force: the script's, less those removed or replaced
 -- through the admin API, plus those added there. Rebuilt when the version
 -- moves.
@@ -224,6 +245,7 @@ local function current(self)
   for _, s in ipairs(all) do by_id[s.id] = s end
   self.all, self.by_id = all, by_id
   self.index = match.index(all)
+  self.global_delay = global_delay()
   self.version = version
   return self.index, self.all
 end
@@ -470,9 +492,18 @@ local function gaussian()
   return math.sqrt(-2 * math.log(u1)) * math.cos(2 * math.pi * u2)
 end
 
-local function delay_of(r)
-  local ms = tonumber(r.fixed_delay_milliseconds) or 0
+-- A response's delay in milliseconds. As WireMock does, the global
+-- settings (global_delay) stand in for what the stub does not say: its
+-- own fixed delay replaces the global one, its own distribution the
+-- global distribution, and the fixed and random parts add up.
+local function delay_of(r, global)
+  local fixed = r.fixed_delay_milliseconds
+  local ms = tonumber(fixed) or 0
   local d = r.delay_distribution
+  if global then
+    if fixed == nil then ms = global.fixed or 0 end
+    if d == nil then d = global.distribution end
+  end
   if type(d) == "table" then
     if d.type == "uniform" then
       local lo, hi = tonumber(d.lower) or 0, tonumber(d.upper) or 0
@@ -790,10 +821,19 @@ function record_exchange(self, req, facts, stub, proxied)
   end
 end
 
+local NO_RESPONSE = {}
+
 local function respond(self, stub, req, res, facts)
   local r = stub.response
-  if type(r) == "function" then return r(req, res) end
-  local ms = delay_of(r)
+  local global = self.global_delay
+  if type(r) == "function" then
+    if global then
+      local ms = delay_of(NO_RESPONSE, global)
+      if ms > 0 then sleep(ms) end
+    end
+    return r(req, res)
+  end
+  local ms = delay_of(r, global)
   if ms > 0 then sleep(ms) end
   if r.fault ~= nil then return res:fault(r.fault) end
   if r.proxy_base_url ~= nil then return proxy(self, stub, r, req, res, facts) end
@@ -1222,27 +1262,437 @@ local function recording_routes(self, admin)
   end)
 end
 
+-- Persistent mappings ---------------------------------------------------------
+
+-- WireMock's safe name (SafeNames.makeSafeName): white space as dashes,
+-- nothing but ASCII letters, digits, "_", "." and "-", at most 200
+-- characters, lower case.
+local function safe_name(s)
+  s = gsub(gsub(s, "%s", "-"), "[^%w_.%-]", "")
+  return lower(s:sub(1, 200))
+end
+
+-- The file name WireMock gives a mapping it saves: its name, or else its
+-- method, a dash and its URL (of whichever kind; "always" when it has
+-- none), made safe, then a dash and its id.
+local function mapping_file_name(mapping)
+  local base = mapping.name
+  if type(base) ~= "string" or base == "" then
+    local r = type(mapping.request) == "table" and mapping.request or {}
+    local url = r.url or r.urlPath or r.urlPattern or r.urlPathPattern or r.urlPathTemplate or "always"
+    base = tostring(r.method or "ANY") .. "-" .. tostring(url)
+  end
+  return safe_name(base) .. "-" .. mapping.id .. ".json"
+end
+
+-- Why a mapping's id cannot name a file, or nil: it goes into the file's
+-- name as it is, so only letters, digits, "-" and "_" (a UUID's).
+local function unsafe_id(id)
+  if id:find("[^%w_%-]") then
+    return "id " .. id .. ": a persistent mapping's id has only letters, digits, \"-\" and \"_\""
+  end
+end
+
+-- The file under mappings/ that holds mapping id, or nil: one the admin
+-- API wrote, or the file a persistent mapping was loaded from.
+local function file_of(self, id)
+  return state:get(KEY_FILE .. id) or self.stub_files[id]
+end
+
+-- Writes a persistent mapping to the mock directory's mappings/, over its
+-- own file when it has one, else under WireMock's name for it: whole
+-- under a hidden name, then renamed (record.write), so a reload or a
+-- restart reads all of it or none. Returns true, or nil and why.
+local function persist(self, mapping)
+  local id = mapping.id
+  local bad = unsafe_id(id)
+  if bad then return nil, bad end
+  local name = file_of(self, id) or mapping_file_name(mapping)
+  mapping.persistent = true
+  local ok, err = record.write(mapping, self.root, name)
+  if not ok then return nil, err end
+  if not state:set(KEY_FILE .. id, name) then
+    return nil, "its file's name: the mock's state store is full (--mock-state-size)"
+  end
+  return true
+end
+
+-- Removes the file of a persistent mapping, when it has one.
+local function unpersist(self, id)
+  local name = file_of(self, id)
+  if name == nil then return end
+  local ok, err = os.remove(self.root .. "/mappings/" .. name)
+  if not ok then log("warn", ("mock: mapping %s: its file not removed: %s"):format(id, tostring(err))) end
+  state:delete(KEY_FILE .. id)
+  self.stub_files[id] = nil
+end
+
+-- Removes a stub by id: an admin mapping, a script stub (marked removed)
+-- and a persistent mapping's file. Returns true, or nil when the state
+-- store has no room for the mark.
+local function remove_stub(self, id)
+  state:delete(KEY_MAPPING .. id)
+  unpersist(self, id)
+  for _, s in ipairs(self.script_stubs) do
+    if s.id == id and not state:set(KEY_REMOVED .. id, true) then return nil end
+  end
+  return true
+end
+
+-- Checks a mapping from the admin API and gives it its id (id, else its
+-- own, else a new one). Returns true, or nil and why.
+local function admit_mapping(self, mapping, id)
+  if type(mapping) ~= "table" then return nil, "a stub mapping is a JSON object" end
+  local ok, err = check_mapping(self, mapping)
+  if ok == nil then return nil, err end
+  id = id or mapping.id or mapping.uuid or model.uuid()
+  if type(id) ~= "string" or #id == 0 or #id > 200 then
+    return nil, "id: a string of 1 to 200 characters"
+  end
+  mapping.id, mapping.uuid = id, id
+  if mapping.persistent == true then
+    local bad = unsafe_id(id)
+    if bad then return nil, bad end
+  end
+  return true
+end
+
+-- Stores an admitted mapping, and writes it to mappings/ when it is
+-- persistent. Returns true, or nil, the status to answer and why.
+local function store_mapping(self, mapping)
+  local ok, code, err = put_mapping(mapping.id, mapping)
+  if not ok then return nil, code, err end
+  if mapping.persistent == true then
+    ok, err = persist(self, mapping)
+    if not ok then return nil, 500, "mapping " .. mapping.id .. " not written: " .. err end
+  end
+  return true
+end
+
+local function answer_store_error(res, id, code, err)
+  if code == 507 then return no_room(res, "mapping " .. id) end
+  if code == 500 then return admin_error(res, 500, "Mapping not written", err) end
+  admin_error(res, 422, "Invalid stub mapping", err)
+end
+
+-- Settings --------------------------------------------------------------------
+
+-- Checks a body for /__admin/settings: fixedDelay (milliseconds) and
+-- delayDistribution (uniform: lower, upper; lognormal: median, sigma,
+-- maxValue) as a stub's. Returns nil, or why it is refused.
+local function settings_error(s)
+  local fixed = s.fixedDelay
+  if fixed ~= nil and (type(fixed) ~= "number" or fixed < 0 or fixed ~= fixed or fixed == math.huge) then
+    return "fixedDelay: a number of milliseconds, 0 or more"
+  end
+  local d = s.delayDistribution
+  if d == nil then return nil end
+  if type(d) ~= "table" then return "delayDistribution: an object" end
+  local fields = d.type == "uniform" and { "lower", "upper" }
+    or d.type == "lognormal" and { "median", "sigma" }
+  if not fields then return "delayDistribution.type: uniform or lognormal" end
+  for _, k in ipairs(fields) do
+    local v = d[k]
+    if type(v) ~= "number" or v < 0 or v ~= v or v == math.huge then
+      return ("delayDistribution.%s: a number, 0 or more"):format(k)
+    end
+  end
+  if d.maxValue ~= nil and type(d.maxValue) ~= "number" then return "delayDistribution.maxValue: a number" end
+end
+
+-- Near misses -----------------------------------------------------------------
+
+-- match.near weighs the URL 10, the method 3 and each other part 1;
+-- WireMock also weighs the scheme (3), host (10) and port (10), which a
+-- pattern without them always matches, and reports the weighted mean over
+-- 39: dividing by the same gives WireMock's figure where the URL and the
+-- method differ, and keeps every partial match between 0 and 1.
+local NEAR_WEIGHT = 39
+-- As WireMock, the nearest three.
+local NEAR_MISSES = 3
+
+local function by_distance(a, b)
+  if a.distance ~= b.distance then return a.distance < b.distance end
+  return (a.order or 0) < (b.order or 0)
+end
+
+-- The stubs nearest to facts, nearest first: a list of {stub, distance}.
+local function nearest_stubs(self, facts)
+  local _, all = current(self)
+  local list = {}
+  for i, stub in ipairs(all) do
+    list[i] = { stub = stub, distance = match.near(stub.compiled, facts) / NEAR_WEIGHT, order = i }
+  end
+  sort(list, by_distance)
+  for i = #list, NEAR_MISSES + 1, -1 do list[i] = nil end
+  return list
+end
+
+-- The facts of a request as near-misses/request takes it (WireMock's
+-- LoggedRequest: url, method, headers, cookies, body or bodyAsBase64).
+local function facts_of_given(r)
+  local copy = {}
+  for k, v in pairs(r) do copy[k] = v end
+  copy.url = type(r.url) == "string" and r.url or "/"
+  copy.method = type(r.method) == "string" and r.method:upper() or "GET"
+  if type(copy.headers) ~= "table" then copy.headers = nil end
+  if type(copy.cookies) ~= "table" then copy.cookies = nil end
+  if copy.body ~= nil and type(copy.body) ~= "string" then copy.body = json_encode(copy.body) end
+  return facts_of_logged(copy)
+end
+
+-- The journal's entry number in one of its ids, or nil.
+local function entry_number(id)
+  local hex = id:match("^6a6f7572%-6e61%-4c00%-8000%-(%x+)$")
+  return hex and tonumber(hex, 16)
+end
+
+local UUID = "^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$"
+
+-- The names of the files under dir, recursively, as "sub/name".
+local function file_names(dir, prefix, out)
+  local entries = core.dir_list(dir)
+  for _, e in ipairs(entries or {}) do
+    if e.dir then
+      file_names(dir .. "/" .. e.name, prefix .. e.name .. "/", out)
+    else
+      out[#out + 1] = prefix .. e.name
+    end
+  end
+  return out
+end
+
+local function send_empty(res)
+  res:status(200)
+  res:send("")
+end
+
+-- /__admin/settings and /__admin/scenarios/{name}/state.
+local function settings_routes(self, admin)
+  local function settings_answer(res)
+    local text = state:get(KEY_SETTINGS)
+    res:status(200):header("Content-Type", "application/json")
+    res:send('{"settings":' .. (text or '{"proxyPassThrough":true}') .. "}")
+  end
+  local function set_settings(req, res)
+    local body, err = json_decode(req:body() or "")
+    if type(body) ~= "table" then return bad_request(res, tostring(err or "expected a JSON object")) end
+    err = settings_error(body)
+    if err then return admin_error(res, 422, "Invalid settings", err) end
+    -- As WireMock keeps it: a field not given is false.
+    if body.proxyPassThrough == nil then body.proxyPassThrough = false end
+    if not state:set(KEY_SETTINGS, json_encode(body)) then return no_room(res, "settings") end
+    changed()
+    send_empty(res)
+  end
+  admin("GET", "/settings", function(req, res) settings_answer(res) end)
+  admin("POST", "/settings", set_settings)
+  admin("PUT", "/settings", set_settings)
+
+  admin("PUT", "/scenarios/:name/state", function(req, res)
+    local name = req.params.name
+    local _, all = current(self)
+    local possible = { Started = true }
+    local known = false
+    for _, s in ipairs(all) do
+      if s.scenario_name == name then
+        known = true
+        if s.required_scenario_state then possible[s.required_scenario_state] = true end
+        if s.new_scenario_state then possible[s.new_scenario_state] = true end
+      end
+    end
+    if not known then
+      return send_json(res, 404, { errors = { { code = 404, title = "Scenario " .. name .. " does not exist" } } })
+    end
+    local to = "Started"
+    if (req:body() or ""):find("%S") then
+      local body, err = json_decode(req:body())
+      if type(body) ~= "table" then return bad_request(res, tostring(err or "expected a JSON object")) end
+      to = body.state
+      if type(to) ~= "string" or not possible[to] then
+        return send_json(res, 422, { errors = { { code = 11, title = ("Scenario %s does not support state %s")
+          :format(name, to == nil and "null" or json_encode(to):gsub('^"(.*)"$', "%1")) } } })
+      end
+    end
+    if not state:set(KEY_SCENARIO .. name, to) then return no_room(res, "scenario " .. name) end
+    send_json(res, 200, {})
+  end)
+end
+
+-- /__admin/mappings/import and /__admin/mappings/save.
+local function mapping_set_routes(self, admin)
+  admin("POST", "/mappings/import", function(req, res)
+    local body, err = decode_body(req)
+    if body == nil then return bad_request(res, err) end
+    local list, opts = body.mappings, body.importOptions
+    if type(list) ~= "table" then return bad_request(res, "mappings: a list of stub mappings") end
+    if opts ~= nil and type(opts) ~= "table" then return bad_request(res, "importOptions: an object") end
+    opts = opts or {}
+    local policy = opts.duplicatePolicy or "OVERWRITE"
+    if policy ~= "OVERWRITE" and policy ~= "IGNORE" then
+      return bad_request(res, "importOptions.duplicatePolicy: OVERWRITE or IGNORE")
+    end
+    -- Every mapping is checked before any is stored.
+    local ids = {}
+    for i, m in ipairs(list) do
+      local ok
+      ok, err = admit_mapping(self, m)
+      if not ok then return admin_error(res, 422, "Invalid stub mapping", ("mappings[%d]: %s"):format(i - 1, err)) end
+      ids[m.id] = true
+    end
+    current(self)
+    local existing = {}
+    for id in pairs(self.by_id) do existing[id] = true end
+    if opts.deleteAllNotInImport == true then
+      for id in pairs(existing) do
+        if not ids[id] then
+          if not remove_stub(self, id) then
+            changed()
+            return no_room(res, "removing stub " .. id)
+          end
+          existing[id] = nil
+        end
+      end
+      changed()
+    end
+    -- The last first, so that the first of the list is the newest, as
+    -- WireMock imports them: it wins among equals.
+    for i = #list, 1, -1 do
+      local m = list[i]
+      if not (policy == "IGNORE" and existing[m.id]) then
+        local ok, code
+        ok, code, err = store_mapping(self, m)
+        if not ok then return answer_store_error(res, m.id, code, err) end
+      end
+    end
+    send_empty(res)
+  end)
+
+  admin("POST", "/mappings/save", function(req, res)
+    local added = admin_state()
+    for _, a in ipairs(added) do
+      local bad = unsafe_id(a.id)
+      if bad then return admin_error(res, 422, "Mapping not written", bad .. "; nothing was written") end
+    end
+    for _, a in ipairs(added) do
+      local m = a.mapping
+      m.id, m.uuid = a.id, a.id
+      local was = m.persistent
+      local ok, err = persist(self, m)
+      if not ok then return admin_error(res, 500, "Mapping not written", "mapping " .. a.id .. ": " .. err) end
+      if was ~= true then
+        local code
+        ok, code, err = put_mapping(a.id, m)
+        if not ok then return answer_store_error(res, a.id, code, err) end
+      end
+    end
+    send_empty(res)
+  end)
+end
+
+-- WireMock's near misses: for unmatched requests, a request given, or a
+-- request pattern against the journal.
+local function near_miss_routes(self, admin)
+  local function stream_near(res, produce)
+    stream_list(res, "nearMisses", function(emit)
+      produce(emit)
+      return function() return "}" end
+    end)
+  end
+  local function miss(request, stub, distance)
+    return { request = request, stubMapping = model.to_wiremock(stub), matchResult = { distance = distance } }
+  end
+  admin("GET", "/requests/unmatched/near-misses", function(req, res)
+    stream_near(res, function(emit)
+      each_entry(function(e)
+        if e.wasMatched then return true end
+        local request = complete(self, e).request
+        for _, n in ipairs(nearest_stubs(self, facts_of_logged(e.request))) do
+          if not emit(miss(request, n.stub, n.distance)) then return false end
+        end
+      end)
+    end)
+  end)
+  admin("POST", "/near-misses/request", function(req, res)
+    local body, err = decode_body(req)
+    if body == nil then return bad_request(res, err) end
+    local facts = facts_of_given(body)
+    stream_near(res, function(emit)
+      for _, n in ipairs(nearest_stubs(self, facts)) do
+        if not emit(miss(body, n.stub, n.distance)) then return end
+      end
+    end)
+  end)
+  admin("POST", "/near-misses/request-pattern", function(req, res)
+    local pattern, err = decode_body(req)
+    if pattern == nil then return bad_request(res, err) end
+    local c
+    c, err = compile_pattern(self, pattern)
+    if c == nil then return bad_request(res, err) end
+    local list = {}
+    each_entry(function(e)
+      list[#list + 1] = { entry = e, distance = match.near(c, facts_of_logged(e.request)) / NEAR_WEIGHT,
+                          order = #list }
+    end)
+    sort(list, by_distance)
+    stream_near(res, function(emit)
+      for i = 1, math.min(NEAR_MISSES, #list) do
+        local n = list[i]
+        if not emit({ request = complete(self, n.entry).request, requestPattern = pattern,
+                      matchResult = { distance = n.distance } }) then return end
+      end
+    end)
+  end)
+end
+
+-- Removing journal entries, and the list of body files.
+local function journal_and_file_routes(self, admin, matching)
+  admin("DELETE", "/requests/:id", function(req, res)
+    local id = req.params.id
+    if not id:find(UUID) then
+      return send_json(res, 400, { errors = { { code = 10, title = id .. " is not a valid UUID" } } })
+    end
+    local n = entry_number(id)
+    if n then journal_store:delete(KEY_ENTRY .. n) end
+    send_json(res, 200, {})
+  end)
+  admin("POST", "/requests/remove", function(req, res)
+    local test = matching(req, res)
+    if test == nil then return end
+    stream_list(res, "serveEvents", function(emit)
+      each_entry(function(e)
+        if test(e) then
+          local n = entry_number(e.id or "")
+          if n then journal_store:delete(KEY_ENTRY .. n) end
+          emit(complete(self, e))
+        end
+      end)
+      return function() return "}" end
+    end)
+  end)
+
+  admin("GET", "/files", function(req, res)
+    local names = file_names(self.files_dir, "", {})
+    res:status(200):header("Content-Type", "application/json")
+    res:send(json_encode(json.array(names)))
+  end)
+end
+
 local function admin_routes(self)
   local function admin(method, path, handler)
     App.route(self, method, "/__admin" .. path, wrap(self, handler, true))
   end
-  -- Adds (id nil) or replaces a mapping from the request's body.
+  -- Adds (id nil) or replaces a mapping from the request's body; a
+  -- persistent one is written to mappings/ too.
   local function save(req, res, id, status)
     local mapping, err = decode_body(req)
     if mapping == nil then return bad_request(res, err) end
-    local ok
-    ok, err = check_mapping(self, mapping)
-    if ok == nil then return admin_error(res, 422, "Invalid stub mapping", err) end
-    id = id or mapping.id or mapping.uuid or model.uuid()
-    if type(id) ~= "string" or #id == 0 or #id > 200 then
-      return admin_error(res, 422, "Invalid stub mapping", "id: a string of 1 to 200 characters")
-    end
-    mapping.id, mapping.uuid = id, id
-    local code
-    ok, code, err = put_mapping(id, mapping)
+    local ok, code
+    ok, err = admit_mapping(self, mapping, id)
+    if not ok then return admin_error(res, 422, "Invalid stub mapping", err) end
+    ok, code, err = store_mapping(self, mapping)
     if ok then return send_json(res, status, mapping) end
-    if code == 507 then return no_room(res, "mapping " .. id) end
-    admin_error(res, 422, "Invalid stub mapping", err)
+    answer_store_error(res, mapping.id, code, err)
   end
 
   admin("GET", "/mappings", function(req, res)
@@ -1256,6 +1706,10 @@ local function admin_routes(self)
   end)
   admin("POST", "/mappings", function(req, res) save(req, res, nil, 201) end)
   admin("DELETE", "/mappings", function(req, res)
+    -- Persistent mappings' files go with them, as in WireMock.
+    current(self)
+    for id in pairs(self.by_id) do unpersist(self, id) end
+    for _, key in ipairs(state_keys(KEY_FILE)) do unpersist(self, key:sub(#KEY_FILE + 1)) end
     delete_keys(state_keys(KEY_MAPPING))
     for _, s in ipairs(self.script_stubs) do
       if not state:set(KEY_REMOVED .. s.id, true) then
@@ -1284,12 +1738,9 @@ local function admin_routes(self)
     local id = req.params.id
     local stub = find_stub(self, id)
     if stub == nil then return not_found(res, "Stub mapping") end
-    state:delete(KEY_MAPPING .. id)
-    for _, s in ipairs(self.script_stubs) do
-      if s.id == id and not state:set(KEY_REMOVED .. id, true) then
-        changed()
-        return no_room(res, "removing stub " .. id)
-      end
+    if not remove_stub(self, id) then
+      changed()
+      return no_room(res, "removing stub " .. id)
     end
     changed()
     send_json(res, 200, {})
@@ -1310,9 +1761,9 @@ local function admin_routes(self)
     clear_journal()
     send_json(res, 200, {})
   end)
-  -- The journal entries a request pattern in the body matches, passed to
-  -- fn; nil when it answered 422 instead.
-  local function matching(req, res, fn)
+  -- A test of journal entries against the request pattern in the body;
+  -- nil when it answered 422 instead.
+  local function matching(req, res)
     local pattern, err = decode_body(req)
     if pattern == nil then return nil, bad_request(res, err) end
     local c
@@ -1370,6 +1821,10 @@ local function admin_routes(self)
     send_json(res, 200, {})
   end)
   recording_routes(self, admin)
+  settings_routes(self, admin)
+  mapping_set_routes(self, admin)
+  near_miss_routes(self, admin)
+  journal_and_file_routes(self, admin, matching)
 end
 
 -- Apps ----------------------------------------------------------------------
@@ -1385,6 +1840,7 @@ function mock.app()
   self.settings = core.mock_settings()
   self.admin_hosts = admin_hosts(self.settings)
   self.script_stubs = {}
+  self.stub_files = {} -- id -> file under mappings/, for persistent ones
   self.script_id = 0x6d6f636b -- "mock": ids of script stubs are the same in every worker
   -- Where bodyFileName is read and recordings are written.
   self.root = self.settings.dir or "."
@@ -1431,6 +1887,10 @@ function MockApp:load_dir(dir)
           for i, m in ipairs(doc.mappings) do self:stub_wiremock(m, full .. " mapping " .. i) end
         else
           self:stub_wiremock(doc, full)
+          -- A persistent mapping's file goes when the mapping is removed.
+          if doc.persistent == true then
+            self.stub_files[self.script_stubs[#self.script_stubs].id] = full:sub(#dir + #"/mappings/" + 1)
+          end
         end
       end
     end

@@ -389,14 +389,18 @@ function record.clean(mapping)
   return mapping
 end
 
---- Writes a mapping to root/mappings as WireMock names recorded ones.
--- Returns the file's path, or nil and why.
+--- Writes a mapping to root/mappings as WireMock names recorded ones, or
+-- under name (a path relative to root/mappings) when given. Returns the
+-- file's path, or nil and why.
 -- @usage assert(record.write(mapping, root))
-function record.write(mapping, root)
-  local name = file_name(mapping, "json")
-  local ok, err = write_file(root .. "/mappings", name, json.encode(record.clean(mapping)))
+function record.write(mapping, root, name)
+  name = name or file_name(mapping, "json")
+  local dir = root .. "/mappings"
+  local sub, base = name:match("^(.*)/([^/]+)$")
+  if sub then dir, name = dir .. "/" .. sub, base end
+  local ok, err = write_file(dir, name, json.encode(record.clean(mapping)))
   if not ok then return nil, err end
-  return root .. "/mappings/" .. name
+  return dir .. "/" .. name
 end
 
 return record
