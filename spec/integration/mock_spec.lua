@@ -678,6 +678,20 @@ describe("mock regular expressions", function()
     b = body_of(server.port, "GET", "/api/search?q=")
     assert.truthy(b:find("\n  1. search (GET /api/search)", 1, true), b)
   end)
+
+  it("report a path that is all the start of a template or pattern as a miss", function()
+    for _, mapping in ipairs({
+      { request = { urlPathTemplate = "/start/{id}" }, response = { body = "tpl" } },
+      { request = { urlPattern = "/start2\\?a=[a-z]+" }, response = { body = "re" } },
+    }) do
+      req(server.port, "POST", "/__admin/reset")
+      assert.equal(201, (json(server.port, "POST", "/__admin/mappings", cjson.encode(mapping))))
+      local path = mapping.request.urlPathTemplate and "/start" or "/start2"
+      local b, status = body_of(server.port, "GET", path)
+      assert.equal(404, status, b)
+      assert.truthy(b:find("Closest stubs:\n  1. ", 1, true), b)
+    end
+  end)
 end)
 
 describe("mock responses WireMock serves", function()

@@ -388,6 +388,8 @@ end
 -- as WireMock weighs them: the URL most, then the method, then each group
 -- of the rest (the mean of its checks).
 local WEIGHT_URL, WEIGHT_METHOD = 10, 3
+-- The least a failed check counts.
+local MIN_MISS = 0.01
 
 -- A query parameter check: true when any of the parameter's values does.
 local function query_check(name, sm)
@@ -597,6 +599,9 @@ function match.near(c, facts)
       local w
       w, d = check.explain(facts)
       why[#why + 1] = w
+      -- A check that failed is never "no distance": a path that is a
+      -- template's or a pattern's start, all of it fitting, still missed.
+      if d < MIN_MISS then d = MIN_MISS end
     end
     local g = check.group
     if g == "url" then
