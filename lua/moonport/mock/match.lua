@@ -85,15 +85,17 @@ end
 -- explain = function(v) -> why, distance }: v is a string, or nil when
 -- absent; explain says why a value test refused and how far it was: a
 -- value that is there but differs is nearer (0.5; for equalTo, half its
--- edit distance) than one that is missing (1).
-local function string_matcher(m, what)
+-- edit distance) than one that is missing (1). With absent_unlike, a
+-- missing value satisfies doesNotMatch, as WireMock has it for headers and
+-- query parameters (not for cookies).
+local function string_matcher(m, what, absent_unlike)
   if type(m) ~= "table" then m = { equal_to = tostring(m) } end
   local all, any = m["and"], m["or"]
   if all ~= nil or any ~= nil then
     -- WireMock's logical matchers: {and = {m1, m2}}, {or = {m1, m2}}.
     local subs = {}
     for i, sub_m in ipairs(all or any) do
-      local sm, err = string_matcher(sub_m, what)
+      local sm, err = string_matcher(sub_m, what, absent_unlike)
       if sm == nil then return nil, err end
       subs[i] = sm
     end
@@ -128,10 +130,10 @@ local function string_matcher(m, what)
     local re, err = core.regex(tostring(re_src), ci)
     if re == nil then return nil, what .. ": bad regular expression: " .. err end
     local negate = m.does_not_match ~= nil
+    local absent_ok = negate and absent_unlike == true
     return {
       test = function(v)
-        -- Only `absent` matches an absent value, doesNotMatch included.
-        if v == nil then return false end
+        if v == nil then return absent_ok end
         local ok, e = re:match(v)
         if ok == nil then return nil, ("%s: /%s/ %s"):format(what, re_src, e) end
         return ok ~= negate
@@ -482,13 +484,13 @@ function match.compile(req)
   end
   for name, m in pairs(req.query_parameters or {}) do
     local sm
-    sm, err = string_matcher(m, "query parameter " .. name)
+    sm, err = string_matcher(m, "query parameter " .. name, true)
     if sm == nil then return nil, err end
     add(query_check(name, sm), "query")
   end
   for name, m in pairs(req.headers or {}) do
     local sm
-    sm, err = string_matcher(m, "header " .. name)
+    sm, err = string_matcher(m, "header " .. name, true)
     if sm == nil then return nil, err end
     add({ test = function(f) return sm.test(f.header(name)) end,
           explain = function(f) return sm.explain(f.header(name)) end }, "header")
