@@ -74,6 +74,19 @@ describe("moonport.mock.model", function()
     assert.equal("s", back.scenarioName)
   end)
 
+  it("lists a stub as WireMock does: a priority only when given, the status 200 when not", function()
+    local stub = assert(model.normalize(model.from_wiremock({ request = { url = "/d" }, response = { body = "d" } })))
+    assert.equal(5, stub.priority)
+    local back = model.to_wiremock(stub)
+    assert.is_nil(back.priority)
+    assert.equal(200, back.response.status)
+    stub = assert(model.normalize(model.from_wiremock({ priority = 5, request = { url = "/d" },
+      response = { status = 404 } })))
+    back = model.to_wiremock(stub)
+    assert.equal(5, back.priority)
+    assert.equal(404, back.response.status)
+  end)
+
   it("encodes and decodes base64, padding and all", function()
     for _, s in ipairs({ "", "a", "ab", "abc", "user:pass", "\0\255\128binary" }) do
       assert.equal(s, model.base64_decode(model.base64_encode(s)))

@@ -99,16 +99,25 @@ function model.from_wiremock(mapping)
   return stub
 end
 
---- WireMock's JSON form of a stub (a table for json.encode). A response
--- that is a Lua function appears as a body saying so.
+--- WireMock's JSON form of a stub (a table for json.encode), as WireMock
+-- lists it: a priority only when one was given, a response's status 200
+-- when it names none. A response that is a Lua function appears as a body
+-- saying so.
 -- @usage res:json(model.to_wiremock(stub))
 function model.to_wiremock(stub)
   local copy = {}
   for k, v in pairs(stub) do
-    if k ~= "compiled" and k ~= "seq" and k ~= "source" and k ~= "lua" then copy[k] = v end
+    if k ~= "compiled" and k ~= "seq" and k ~= "source" and k ~= "lua" and k ~= "default_priority" then
+      copy[k] = v
+    end
   end
+  if stub.default_priority then copy.priority = nil end
   if type(copy.response) == "function" then
     copy.response = { status = 200, body = "(a Lua function)" }
+  elseif type(copy.response) == "table" and copy.response.status == nil then
+    local r = { status = 200 }
+    for k, v in pairs(copy.response) do r[k] = v end
+    copy.response = r
   end
   if copy.request and copy.request.basic_auth then
     local r = {}
@@ -181,6 +190,8 @@ function model.normalize(spec)
   end
   stub.request = r
   stub.response = res
+  -- A priority not given is 5, and is not listed (default_priority).
+  stub.default_priority = stub.priority == nil or nil
   stub.priority = tonumber(stub.priority) or 5
   -- A body is served as written; a number moonport itself must use (a
   -- status, a delay, a priority, a matcher's value) has to be one.
