@@ -36,6 +36,7 @@ local model = require("moonport.mock.model")
 local match = require("moonport.mock.match")
 local template = require("moonport.mock.template")
 local record = require("moonport.mock.record")
+local header_fields = require("moonport.core.request").header_fields
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local error, pcall, setmetatable = error, pcall, setmetatable
@@ -397,6 +398,25 @@ end
 -- the journal is read: logging is on every request's path, reading is
 -- not. A proxied exchange also has the response the target gave
 -- (proxied: {base, status, headers, body}), which recording reads.
+-- The request's headers with their names as sent, as WireMock journals
+-- them; a name sent again (in any case) has its values joined by ", "
+-- under its first spelling.
+local function sent_headers(req)
+  local names, values = header_fields(req)
+  local out, spelled = {}, {}
+  for i = 1, #names do
+    local name, l = names[i], lower(names[i])
+    local first = spelled[l]
+    if first then
+      out[first] = out[first] .. ", " .. values[i]
+    else
+      spelled[l] = name
+      out[name] = values[i]
+    end
+  end
+  return out
+end
+
 local function journal_entry(req, facts, stub, status, proxied, whole)
   local body = facts.body()
   local truncated = not whole and #body > JOURNAL_BODY_MAX
@@ -406,7 +426,7 @@ local function journal_entry(req, facts, stub, status, proxied, whole)
   local entry = {
     request = {
       url = facts.url, absoluteUrl = "http://" .. (req:header("host") or "localhost") .. facts.url,
-      method = facts.method, clientIp = req.remote_addr, headers = req:headers(),
+      method = facts.method, clientIp = req.remote_addr, headers = sent_headers(req),
       cookies = facts.cookies(), bodyTruncated = truncated or nil,
       loggedDate = ms, loggedDateString = iso_date(ms), queryParams = query,
       browserProxyRequest = false,
