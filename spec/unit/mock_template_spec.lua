@@ -118,9 +118,9 @@ describe("template", function()
       assert.equal("ab", render("a{{!-- has }} inside --}}b"))
     end)
 
-    it("trims whitespace beside a tag marked with ~", function()
-      assert.equal("aPOSTb", render("a  {{~request.method~}} \n b"))
-      assert.equal("a POSTb", render("a {{request.method~}}  b"))
+    it("takes ~ off a tag and keeps the whitespace beside it, as WireMock does", function()
+      assert.equal("a  POST \n b", render("a  {{~request.method~}} \n b"))
+      assert.equal("a POST  b", render("a {{request.method~}}  b"))
     end)
 
     it("refuses what it does not implement, naming it, instead of rendering it wrong", function()

@@ -14,8 +14,8 @@
 -- helpers and their tags (`{{#if}}`, `{{else}}`, `{{/if}}`), inverted
 -- sections, partials, any helper other than the three above, and values
 -- other than `request.*` (`{{parameters.x}}`). `{{! comment }}` and
--- `{{!-- comment --}}` render nothing; `~` trims the whitespace beside a
--- tag, as in Handlebars; `{{&x}}` is `{{x}}`.
+-- `{{!-- comment --}}` render nothing; `~` beside a tag is taken off and
+-- trims nothing, as WireMock's Handlebars does; `{{&x}}` is `{{x}}`.
 --
 -- No HTML escaping is ever applied: `{{x}}` and `{{{x}}}` render alike, as
 -- WireMock does for JSON bodies. A literal `\{{` is not supported; every
@@ -507,11 +507,9 @@ end
 local function compile(text)
   local parts, n = {}, 0
   local in_string = false
-  local trim_next = false
   local i = 1
 
   local function literal(s)
-    if trim_next then s = gsub(s, "^%s+", "") trim_next = false end
     if s ~= "" then
       n = n + 1
       parts[n] = s
@@ -540,18 +538,9 @@ local function compile(text)
     end
     local body = sub(text, body_start, b - 1)
     i = b + #close
-    if sub(body, 1, 1) == "~" then
-      body = sub(body, 2)
-      local prev = parts[n]
-      if type(prev) == "string" then
-        prev = gsub(prev, "%s+$", "")
-        if prev == "" then parts[n], n = nil, n - 1 else parts[n] = prev end
-      end
-    end
-    if sub(body, -1) == "~" then
-      body = sub(body, 1, -2)
-      trim_next = true
-    end
+    -- WireMock's Handlebars takes `~` off a tag but trims nothing.
+    if sub(body, 1, 1) == "~" then body = sub(body, 2) end
+    if sub(body, -1) == "~" then body = sub(body, 1, -2) end
     if close ~= "--}}" and sub(body, 1, 1) ~= "!" then
       local node, err = parse_expr(body)
       if not node then
