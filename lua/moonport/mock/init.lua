@@ -299,6 +299,14 @@ local function facts_of(req)
   f.url = qs ~= "" and (f.path .. "?" .. qs) or f.path
   f.query = match.parse_query(qs)
   f.header = function(name) return req:header(name) end
+  f.header_values = function(name)
+    local names, values = header_fields(req)
+    local out, l = {}, lower(name)
+    for i = 1, #names do
+      if lower(names[i]) == l then out[#out + 1] = values[i] end
+    end
+    return out
+  end
   local cookies
   f.cookies = function()
     cookies = cookies or match.parse_cookies(req:header("cookie"))

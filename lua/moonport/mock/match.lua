@@ -8,7 +8,9 @@
 --     local distance, why = match.near(compiled, facts)
 --
 -- `facts` describes one request: { method, url (path and query), path,
--- query = {name = {values}}, header = function(name) -> value or nil,
+-- query = {name = {values}}, header = function(name) -> value or nil
+-- (the values of a repeated header joined by ", "), header_values =
+-- function(name) -> {value of each line} (optional),
 -- cookies = function() -> {name = value}, body = function() -> string }.
 -- Matching writes into it too: `path_params` (a template's parameters)
 -- and `memo`, what each stub tested against it gave, so that the report
@@ -492,7 +494,16 @@ function match.compile(req)
     local sm
     sm, err = string_matcher(m, "header " .. name, true)
     if sm == nil then return nil, err end
-    add({ test = function(f) return sm.test(f.header(name)) end,
+    add({ test = function(f)
+            local v = f.header(name)
+            -- A header sent on several lines (joined by ", ") matches when
+            -- one of its values does, as in WireMock.
+            if v ~= nil and f.header_values ~= nil and find(v, ",", 1, true) then
+              local values = f.header_values(name)
+              if #values > 1 then return any_value(sm, values) end
+            end
+            return sm.test(v)
+          end,
           explain = function(f) return sm.explain(f.header(name)) end }, "header")
   end
   for name, m in pairs(req.cookies or {}) do
