@@ -483,12 +483,14 @@ end
 
 local find_stub
 
--- Calls fn(entry) for every journal entry kept, newest first, as stored;
--- stops when fn returns false.
-local function each_entry(fn)
+-- Calls fn(entry) for every journal entry kept, newest first (oldest
+-- first with oldest_first), as stored; stops when fn returns false.
+local function each_entry(fn, oldest_first)
   local last = state:get(KEY_SEQ) or 0
   local first = state:get(KEY_JOURNAL_FIRST) or 1
-  for n = last, first, -1 do
+  local from, to, step = last, first, -1
+  if oldest_first then from, to, step = first, last, 1 end
+  for n = from, to, step do
     local text = journal_store:get(KEY_ENTRY .. n)
     local e = text and json_decode(text)
     if e and fn(e) == false then return end
@@ -904,8 +906,11 @@ local function admin_error(res, status, title, detail)
   send_json(res, status, { errors = { { code = 10, title = title, detail = detail } } })
 end
 
+-- An admin resource that is not there: 404 with an empty body, as
+-- WireMock answers (what is missing goes to the log at info level).
 local function not_found(res, what)
-  admin_error(res, 404, what .. " not found")
+  log("info", "mock: " .. what .. " not found")
+  res:status(404):send("")
 end
 
 -- The handler behind every path no route of the script takes.
@@ -1072,7 +1077,7 @@ local function stream_list(res, key, produce)
 end
 
 -- Streams journal entries that keep(entry) takes, shown by show(entry).
-local function stream_requests(self, res, keep, show, limit)
+local function stream_requests(self, res, keep, show, limit, oldest_first)
   local disabled = self.settings.journal_size == 0
   stream_list(res, "requests", function(emit)
     local n = 0
@@ -1082,7 +1087,7 @@ local function stream_requests(self, res, keep, show, limit)
         n = n + 1
         return emit(show(e))
       end
-    end)
+    end, oldest_first)
     return function(total)
       return (',"meta":{"total":%d},"requestJournalDisabled":%s}'):format(total, tostring(disabled))
     end
@@ -1719,7 +1724,11 @@ local function admin_routes(self)
     ok, err = admit_mapping(self, mapping, id)
     if not ok then return admin_error(res, 422, "Invalid stub mapping", err) end
     ok, code, err = store_mapping(self, mapping)
-    if ok then return send_json(res, status, mapping) end
+    -- Echoed as WireMock does, with its defaults filled in.
+    if ok then
+      local stub = model.normalize(model.from_wiremock(mapping))
+      return send_json(res, status, stub and model.to_wiremock(stub) or mapping)
+    end
     answer_store_error(res, mapping.id, code, err)
   end
 
@@ -1750,7 +1759,7 @@ local function admin_routes(self)
   end)
   admin("POST", "/mappings/reset", function(req, res)
     reset_mappings()
-    send_json(res, 200, {})
+    res:status(200):send("") -- WireMock's answer: no body
   end)
   admin("GET", "/mappings/:id", function(req, res)
     local s = find_stub(self, req.params.id)
@@ -1777,7 +1786,7 @@ local function admin_routes(self)
     reset_mappings()
     clear_journal()
     reset_scenarios()
-    send_json(res, 200, {})
+    res:status(200):send("") -- WireMock's answer: no body
   end)
   admin("GET", "/requests", function(req, res)
     local unmatched = req:query("unmatched") == "true"
@@ -1809,7 +1818,8 @@ local function admin_routes(self)
   admin("POST", "/requests/find", function(req, res)
     local test = matching(req, res)
     if test == nil then return end
-    stream_requests(self, res, test, function(e) return complete(self, e).request end)
+    -- Oldest first, as WireMock lists what it found.
+    stream_requests(self, res, test, function(e) return complete(self, e).request end, nil, true)
   end)
   admin("GET", "/requests/unmatched", function(req, res)
     stream_requests(self, res, function(e) return not e.wasMatched end,
