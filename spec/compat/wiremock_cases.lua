@@ -1066,4 +1066,24 @@ matcher("query: contains caseInsensitive", { urlPath = "/qcci", queryParameters 
   { get("/qcci?s=xabcx", 404), get("/qcci?s=xABCx", 200), get("/qcci?s=xabx", 404) })
 cases[#cases].differs, cases[#cases].differ_in = CONTAINS_CI, { "status" }
 
+-- not, and the matchers of every value: hasExactly, includes.
+matcher("query: not equalTo", { urlPath = "/qnot", queryParameters = { s = { ["not"] = { equalTo = "bad" } } } },
+  { get("/qnot?s=good", 200), get("/qnot?s=bad", 404) })
+matcher("header: not contains", { urlPath = "/hnot", headers = { ["X-T"] = { ["not"] = { contains = "no" } } } },
+  { get("/hnot", 200, { ["X-T"] = "yes" }), get("/hnot", 404, { ["X-T"] = "a no b" }) })
+matcher("query: hasExactly", { urlPath = "/qhe", queryParameters = { id = { hasExactly = {
+    { equalTo = "1" }, { equalTo = "2" } } } } },
+  { get("/qhe?id=1&id=2", 200), get("/qhe?id=2&id=1", 200), get("/qhe?id=1", 404),
+    get("/qhe?id=1&id=2&id=3", 404), get("/qhe", 404) })
+matcher("query: includes", { urlPath = "/qin", queryParameters = { id = { includes = {
+    { equalTo = "1" }, { matches = "[5-9]" } } } } },
+  { get("/qin?id=1&id=7", 200), get("/qin?id=7&id=3&id=1", 200), get("/qin?id=1", 404), get("/qin", 404) })
+matcher("header: hasExactly over repeated lines", { urlPath = "/hhe", headers = { ["X-V"] = { hasExactly = {
+    { equalTo = "a" }, { equalTo = "b" } } } } },
+  { { method = "GET", path = "/hhe", status = 200, headers = { { "X-V", "a" }, { "X-V", "b" } } },
+    get("/hhe", 404, { ["X-V"] = "a" }) })
+matcher("header: includes", { urlPath = "/hin", headers = { ["X-V"] = { includes = { { equalTo = "b" } } } } },
+  { { method = "GET", path = "/hin", status = 200, headers = { { "X-V", "a" }, { "X-V", "b" } } },
+    get("/hin", 404, { ["X-V"] = "a" }), get("/hin", 404) })
+
 return T

@@ -119,6 +119,22 @@ local function string_matcher(m, what, absent_unlike)
       end,
     }
   end
+  if m["not"] ~= nil then
+    -- WireMock's not: the value matches when the inner matcher refuses it.
+    local sub, err = string_matcher(m["not"], what, absent_unlike)
+    if sub == nil then return nil, err end
+    return {
+      test = function(v)
+        local ok, e = sub.test(v)
+        if ok == nil then return nil, e end
+        return not ok
+      end,
+      explain = function(v)
+        return ("%s %s satisfies the matcher under not"):format(what, v and ("%q"):format(v) or "(absent)"),
+          v and 0.5 or 1
+      end,
+    }
+  end
   local ci = m.case_insensitive == true
   if m.absent ~= nil then
     local want = m.absent == true
@@ -168,7 +184,7 @@ local function string_matcher(m, what, absent_unlike)
       end,
     }
   end
-  return nil, what .. ": no matcher I know (equalTo, contains, matches, doesNotMatch, absent)"
+  return nil, what .. ": no matcher I know (equalTo, contains, matches, doesNotMatch, absent, not, and, or)"
 end
 match.string_matcher = string_matcher
 
@@ -392,6 +408,48 @@ end
 -- as WireMock weighs them: the URL most, then the method, then each group
 -- of the rest (the mean of its checks).
 local WEIGHT_URL, WEIGHT_METHOD = 10, 3
+-- WireMock's matchers of a parameter's or header's every value: includes
+-- (each matcher takes one of the values at least) and hasExactly (as
+-- many values as matchers, each matcher taking one of them, every value
+-- taken). Returns {test = function(values), explain = function(values)},
+-- values a list or nil, or nil when m is neither (a one-value matcher).
+local function multi_matcher(m, what)
+  local list, exact = m.includes, false
+  if m.has_exactly ~= nil then list, exact = m.has_exactly, true end
+  if list == nil then return nil end
+  if type(list) ~= "table" then return nil, what .. ": hasExactly and includes take a list of matchers" end
+  local subs = {}
+  for i, sub_m in ipairs(list) do
+    local sm, err = string_matcher(sub_m, what)
+    if sm == nil then return nil, err end
+    subs[i] = sm
+  end
+  local name = exact and "hasExactly" or "includes"
+  return {
+    test = function(values)
+      if values == nil or (exact and #values ~= #subs) then return false end
+      local taken = {}
+      for _, sm in ipairs(subs) do
+        local found = false
+        for j, v in ipairs(values) do
+          local ok, e = sm.test(v)
+          if ok == nil then return nil, e end
+          if ok then taken[j], found = true, true end
+        end
+        if not found then return false end
+      end
+      if exact then
+        for j = 1, #values do if not taken[j] then return false end end
+      end
+      return true
+    end,
+    explain = function(values)
+      return ("%s does not satisfy %s"):format(what, name), values and 0.5 or 1
+    end,
+  }
+end
+match.multi_matcher = multi_matcher
+
 -- The least a failed check counts.
 local MIN_MISS = 0.01
 
@@ -485,13 +543,31 @@ function match.compile(req)
     }, "url")
   end
   for name, m in pairs(req.query_parameters or {}) do
-    local sm
-    sm, err = string_matcher(m, "query parameter " .. name, true)
-    if sm == nil then return nil, err end
-    add(query_check(name, sm), "query")
+    local mm, sm
+    mm, err = multi_matcher(m, "query parameter " .. name)
+    if mm == nil and err then return nil, err end
+    if mm then
+      add({ test = function(f) return mm.test(f.query[name]) end,
+            explain = function(f) return mm.explain(f.query[name]) end }, "query")
+    else
+      sm, err = string_matcher(m, "query parameter " .. name, true)
+      if sm == nil then return nil, err end
+      add(query_check(name, sm), "query")
+    end
   end
   for name, m in pairs(req.headers or {}) do
-    local sm
+    local mm, sm
+    mm, err = multi_matcher(m, "header " .. name)
+    if mm == nil and err then return nil, err end
+    if mm then
+      local function values_of(f)
+        if f.header(name) == nil then return nil end
+        return f.header_values and f.header_values(name) or { f.header(name) }
+      end
+      add({ test = function(f) return mm.test(values_of(f)) end,
+            explain = function(f) return mm.explain(values_of(f)) end }, "header")
+      goto next_header
+    end
     sm, err = string_matcher(m, "header " .. name, true)
     if sm == nil then return nil, err end
     add({ test = function(f)
@@ -505,6 +581,7 @@ function match.compile(req)
             return sm.test(v)
           end,
           explain = function(f) return sm.explain(f.header(name)) end }, "header")
+    ::next_header::
   end
   for name, m in pairs(req.cookies or {}) do
     local sm

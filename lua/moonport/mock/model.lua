@@ -44,7 +44,8 @@ local RESPONSE = { headers = "opaque", json_body = "opaque",
                    additional_proxy_request_headers = "opaque",
                    remove_proxy_request_headers = "opaque" }
 local MATCHER = { equal_to_json = "opaque", matches_json_path = "matcher",
-                  ["and"] = "matcher_list", ["or"] = "matcher_list" }
+                  ["and"] = "matcher_list", ["or"] = "matcher_list", ["not"] = "matcher",
+                  has_exactly = "matcher_list", includes = "matcher_list" }
 local TOP = { request = REQUEST, response = RESPONSE, metadata = "opaque" }
 
 local convert
