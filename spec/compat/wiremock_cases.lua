@@ -592,6 +592,9 @@ local function tpl(name, body, requests, extra)
 end
 
 tpl("template: request.url", "{{request.url}}", { get("/t/a/b?x=1&y=2", 200) })
+-- Each server's own port: compared without it.
+tpl("template: request.baseUrl", "{{request.baseUrl}}/x", { { method = "GET", path = "/t/b", status = 200,
+  transform = function(b) return (b:gsub(":%d+/x$", ":PORT/x")) end } })
 tpl("template: request.path", "{{request.path}}", { get("/t/a/b?x=1", 200) })
 tpl("template: request.pathSegments", "{{request.pathSegments.[0]}}|{{request.pathSegments.[1]}}|{{request.pathSegments.[2]}}",
   { get("/t/one/two", 200) })

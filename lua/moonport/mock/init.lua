@@ -725,7 +725,10 @@ end
 -- template, a body file) is worked out before the first res call, so that
 -- an answer about the failure carries none of the stub's headers.
 local function respond_with(self, stub, r, req, res, facts)
-  local ctx = templated(stub, r) and template_ctx(req, facts, self.base_url or "")
+  -- request.baseUrl: the scheme and authority the client used, as WireMock
+  -- has it (the Host field; the address listened on without one).
+  local ctx = templated(stub, r) and template_ctx(req, facts,
+    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"))
   local json = r.json_body ~= nil
   local headers, has_type = {}, false
   for name, value in pairs(r.headers or {}) do
