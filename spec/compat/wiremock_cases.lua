@@ -592,6 +592,15 @@ local function tpl(name, body, requests, extra)
 end
 
 tpl("template: request.url", "{{request.url}}", { get("/t/a/b?x=1&y=2", 200) })
+tpl("template: upper, lower", "{{upper request.query.a}} {{lower request.query.a}}", { get("/t/s?a=MiXeD%20Case", 200) })
+tpl("template: capitalize, trim", "[{{capitalize request.query.a}}] [{{trim request.query.b}}]",
+  { get("/t/s?a=hello%20big%20world&b=%20%20pad%20%20", 200) })
+tpl("template: size of a repeated parameter and of a string", "{{size request.query.id}} {{size request.query.s}}",
+  { get("/t/s?id=1&id=2&id=3&s=abcd", 200) })
+tpl("template: base64 both ways", "{{base64 request.query.a}} {{base64 request.query.b decode=true}} {{base64 request.query.a padding=false}}",
+  { get("/t/s?a=hello&b=d29ybGQ%3D", 200) })
+tpl("template: urlEncode both ways", "{{urlEncode request.query.a}} {{urlEncode request.query.b decode=true}}",
+  { get("/t/s?a=a%20b%26c%2Fd%3F%C3%A9&b=x%2By%20z%2520", 200) })
 -- Each server's own port: compared without it.
 tpl("template: request.baseUrl", "{{request.baseUrl}}/x", { { method = "GET", path = "/t/b", status = 200,
   transform = function(b) return (b:gsub(":%d+/x$", ":PORT/x")) end } })

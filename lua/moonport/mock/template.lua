@@ -7,12 +7,14 @@
 -- `request.path.[n]`, `request.pathSegments.[n]`, `request.query.<name>`
 -- (`.[n]` for the nth repeat), `request.headers.<name>` (case-insensitive;
 -- `request.headers.[Content-Type]` too), `request.method`, `request.body`,
--- `request.baseUrl`, and the helpers `jsonPath`, `now` and `randomValue`.
+-- `request.baseUrl`, and the helpers `jsonPath`, `now`, `randomValue`,
+-- `upper`, `lower`, `capitalize`, `trim`, `size`, `base64` (`decode=true`,
+-- `padding=false`) and `urlEncode` (`decode=true`).
 -- Indexes are 0-based. A request field that is not there renders as the
 -- empty string. What this subset does not implement does not compile, so
 -- that it is refused when a stub is loaded rather than served wrong: block
 -- helpers and their tags (`{{#if}}`, `{{else}}`, `{{/if}}`), inverted
--- sections, partials, any helper other than the three above, and values
+-- sections, partials, any helper other than those above, and values
 -- other than `request.*` (`{{parameters.x}}`). `{{! comment }}` and
 -- `{{!-- comment --}}` render nothing; `~` beside a tag is taken off and
 -- trims nothing, as WireMock's Handlebars does; `{{&x}}` is `{{x}}`.
@@ -187,9 +189,11 @@ local function tokenize(s)
   return tokens, hash
 end
 
-local HELPERS = { jsonPath = true, now = true, randomValue = true }
+local HELPERS = { jsonPath = true, now = true, randomValue = true, upper = true, lower = true,
+                  capitalize = true, trim = true, size = true, base64 = true, urlEncode = true }
 
-local SUPPORTED = "request.*, jsonPath, now and randomValue"
+local SUPPORTED = "request.*, jsonPath, now, randomValue, upper, lower, capitalize, trim, "
+  .. "size, base64 and urlEncode"
 
 -- Turns the text between the braces into a node, or returns nil, err.
 local function parse_expr(body)
@@ -473,12 +477,64 @@ local function helper_jsonpath(node, ctx, state)
   return text_of(results)
 end
 
+-- Java's URLEncoder: letters, digits and ".-*_" as they are, space as
+-- "+", every other byte as %XX; and back.
+local function url_encode(s)
+  return (gsub(s, "[^%w%.%-%*_ ]", function(c) return format("%%%02X", c:byte()) end):gsub(" ", "+"))
+end
+local function url_decode(s)
+  return (gsub(gsub(s, "+", " "), "%%(%x%x)", function(h) return char(tonumber(h, 16)) end))
+end
+
+-- The string helpers WireMock's Handlebars has: the first argument's
+-- text changed.
+local STRING_HELPERS = {
+  upper = upper,
+  lower = lower,
+  trim = function(s) return (match(s, "^%s*(.-)%s*$")) end,
+  capitalize = function(s) return (gsub(s, "(%w)(%w*)", function(a, b) return upper(a) .. b end)) end,
+}
+
+local function helper_value(node, ctx)
+  local k = node.k
+  local v = arg_value(node.args[1], ctx)
+  if k == "size" then
+    -- A query parameter counts its values, as WireMock's lists do.
+    local tok = node.args[1]
+    if tok and tok.kind == "path" and #tok.segs == 3 and tok.segs[2] == "query" then
+      local q = ctx.request and ctx.request.query
+      local values = type(q) == "table" and q[tok.segs[3]]
+      if values == nil then return "0" end
+      return tostring(type(values) == "table" and #values or 1)
+    end
+    if type(v) == "table" then
+      local n = 0
+      for _ in pairs(v) do n = n + 1 end
+      return tostring(n)
+    end
+    return v == nil and "" or tostring(#text_of(v))
+  end
+  local s = v == nil and "" or text_of(v)
+  local decode = arg_value(node.hash.decode, ctx)
+  decode = decode == true or decode == "true"
+  if k == "base64" then
+    if decode then return require("moonport.mock.model").base64_decode(s) or "" end
+    local out = require("moonport.mock.model").base64_encode(s)
+    local padding = arg_value(node.hash.padding, ctx)
+    if padding == false or padding == "false" then out = gsub(out, "=+$", "") end
+    return out
+  end
+  if k == "urlEncode" then return decode and url_decode(s) or url_encode(s) end
+  return STRING_HELPERS[k](s)
+end
+
 local function eval(node, ctx, opts, state)
   local k = node.k
   if k == "path" then return text_of(lookup(ctx, node.segs)) end
   if k == "jsonPath" then return helper_jsonpath(node, ctx, state) end
   if k == "now" then return helper_now(node, ctx, opts) end
   if k == "randomValue" then return helper_random(node, ctx) end
+  if HELPERS[k] then return helper_value(node, ctx) end
   return ""
 end
 
