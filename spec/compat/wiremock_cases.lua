@@ -1078,6 +1078,9 @@ matcher("query: contains caseInsensitive", { urlPath = "/qcci", queryParameters 
   { get("/qcci?s=xabcx", 404), get("/qcci?s=xABCx", 200), get("/qcci?s=xabx", 404) })
 cases[#cases].differs, cases[#cases].differ_in = CONTAINS_CI, { "status" }
 
+matcher("body: absent", { urlPath = "/babs", bodyPatterns = { { absent = true } } },
+  { get("/babs", 200), req("POST", "/babs", 404, nil, "something") })
+
 -- not, and the matchers of every value: hasExactly, includes.
 matcher("query: not equalTo", { urlPath = "/qnot", queryParameters = { s = { ["not"] = { equalTo = "bad" } } } },
   { get("/qnot?s=good", 200), get("/qnot?s=bad", 404) })

@@ -341,7 +341,13 @@ local function body_matcher(m)
         or "nothing at " .. expr),
     }
   end
-  return string_matcher(m, "body")
+  local sm, err = string_matcher(m, "body")
+  if sm == nil or m.absent == nil then return sm, err end
+  -- absent on the body: a request without one (an empty body is none).
+  return {
+    test = function(body) return sm.test(body ~= "" and body or nil) end,
+    explain = function(body) return sm.explain(body ~= "" and body or nil) end,
+  }
 end
 
 -- URLs ------------------------------------------------------------------
