@@ -535,12 +535,31 @@ function helpers.scratch_dir()
   return dir
 end
 
---- Removes a scratch directory and the files in it.
+--- Removes a scratch directory and everything in it, subdirectories
+-- included (a symbolic link is removed, never followed).
 function helpers.remove_dir(dir)
-  for name in dirent.files(dir) do
-    if name ~= "." and name ~= ".." then os.remove(dir .. "/" .. name) end
+  local ok, names = pcall(dirent.files, dir)
+  if not ok then return end
+  for name in names do
+    if name ~= "." and name ~= ".." then
+      local path = dir .. "/" .. name
+      local st = require("posix.sys.stat").lstat(path)
+      if st and require("posix.sys.stat").S_ISDIR(st.st_mode) ~= 0 then
+        helpers.remove_dir(path)
+      else
+        os.remove(path)
+      end
+    end
   end
   unistd.rmdir(dir)
+end
+
+--- The whole contents of the file at path (raises when it cannot be read).
+function helpers.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("*a")
+  f:close()
+  return text
 end
 
 --- Waits until `fn()` returns a true value or `timeout` seconds pass.

@@ -462,10 +462,13 @@ local function tunnel(x, host, port, auth)
   if not line then return nil, err == "closed" and "proxy closed the connection" or err end
   local status = tonumber(match(line, "^HTTP/1%.%d (%d%d%d)"))
   if not status then return nil, "proxy answered CONNECT with no HTTP status" end
+  local lines = 0
   repeat -- the rest of the head, which a 2xx to CONNECT ends with
     local field
     field, err = x.sock:receive("*l")
     if not field then return nil, err end
+    lines = lines + 1
+    if lines > MAX_FIELDS then return nil, "proxy answered CONNECT with too many header fields" end
   until field == ""
   if status < 200 or status > 299 then
     return nil, "proxy refused CONNECT: " .. gsub(line, "^HTTP/1%.%d ", "")

@@ -141,6 +141,10 @@ void mp_log_reopen(void) {
 
 int mp_access_log_enabled(void) { return access_fd >= 0; }
 
+int mp_access_log_wants_agent(void) {
+  return access_format == MP_ACCESS_COMBINED || access_format == MP_ACCESS_JSON;
+}
+
 static void write_all(int fd, const char *p, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, p, n);

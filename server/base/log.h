@@ -57,6 +57,10 @@ int mp_access_log_open(const char *path, mp_access_format format);
 /* True when an access log is open. */
 int mp_access_log_enabled(void);
 
+/* True when the open access log's lines carry the referer and the user
+ * agent (combined, json): only then are they looked up. */
+int mp_access_log_wants_agent(void);
+
 /* What one access log line says. request is the request line without its
  * CRLF ("-" for none); method and target its parts (method NULL for
  * none); referer, agent and id may be NULL. */

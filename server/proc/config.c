@@ -243,7 +243,8 @@ static void format_size(char *out, size_t cap, uint64_t n) {
 
 static void usage(FILE *out) {
   fprintf(out, "usage: moonport [options] APP.lua\n"
-               "       moonport [options] --mock DIR\n\noptions:\n");
+               "       moonport [options] --mock DIR\n"
+               "       moonport [options] --json-db FILE\n\noptions:\n");
   for (size_t i = 0; i < NOPTIONS; i++) {
     const option *o = &options[i];
     char left[64], least[48] = "";

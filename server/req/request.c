@@ -395,8 +395,10 @@ void mp_request_account(mp_request *r) {
         .seconds = (double)ns / 1e9, .lua_bytes = r->charge.lua_bytes,
         .c_bytes = r->charge.c_bytes,
         .id = r->id_len > 0 ? r->id : NULL, .id_len = r->id_len};
-    e.referer = field_value(r, "referer", 7, &e.referer_len);
-    e.agent = field_value(r, "user-agent", 10, &e.agent_len);
+    if (mp_access_log_wants_agent()) {
+      e.referer = field_value(r, "referer", 7, &e.referer_len);
+      e.agent = field_value(r, "user-agent", 10, &e.agent_len);
+    }
     mp_access_log(&e);
   }
 }

@@ -318,7 +318,7 @@ describe("moonport's mock beside WireMock", function()
     if wiremock then wiremock:stop() end
     if moon then moon:stop() end
     for _, dir in ipairs({ wm_dir, mp_dir }) do
-      if dir then os.execute("rm -rf '" .. dir .. "'") end
+      if dir then helpers.remove_dir(dir) end
     end
   end)
 

@@ -14,7 +14,7 @@ describe("a recording in the real WireMock", function()
   local procs, dir = {}, nil
   teardown(function()
     for _, p in ipairs(procs) do p:stop() end
-    if dir then os.execute("rm -rf " .. dir) end
+    if dir then helpers.remove_dir(dir) end
   end)
 
   it("is served by WireMock as by moonport, the API gone", function()

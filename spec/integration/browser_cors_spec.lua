@@ -20,7 +20,7 @@ local function browse(url, shot)
       "--no-first-run", "--user-data-dir=" .. profile, "--virtual-time-budget=10000",
       "--window-size=900,420", "--screenshot=" .. shot, url }, { timeout = 120 })
   end
-  os.execute("rm -rf " .. profile)
+  helpers.remove_dir(profile)
   assert.equal(0, code, err)
   return dom:match("RESULT ([^<]*)")
 end

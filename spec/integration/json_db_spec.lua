@@ -8,12 +8,7 @@ local cjson = require("cjson")
 
 local FIXTURE = "spec/fixtures/json_db/db.json"
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local text = f:read("*a")
-  f:close()
-  return text
-end
+local read = helpers.read_file
 
 local function get(port, target)
   local status, headers, body = helpers.request(port, "GET", target)

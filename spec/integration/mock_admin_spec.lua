@@ -45,7 +45,7 @@ describe("mock admin API", function()
   end
   after_each(function()
     for _, m in ipairs(mocks) do m:stop() end
-    for _, d in ipairs(dirs) do os.execute("rm -rf " .. d) end
+    for _, d in ipairs(dirs) do helpers.remove_dir(d) end
     mocks, dirs = {}, {}
   end)
 

@@ -50,7 +50,7 @@ describe("mock recording", function()
   end
   after_each(function()
     for _, m in ipairs(mocks) do m:stop() end
-    for _, d in ipairs(dirs) do os.execute("rm -rf " .. d) end
+    for _, d in ipairs(dirs) do helpers.remove_dir(d) end
     mocks, dirs = {}, {}
   end)
 

@@ -71,7 +71,7 @@ end
 describe("mock files stay inside __files", function()
   local dir = make_root()
   local server = support.serve(dir, nil, { mock = true })
-  teardown(function() os.execute("rm -rf " .. dir) end)
+  teardown(function() helpers.remove_dir(dir) end)
 
   local function refused(target, want)
     local status, body = get(server.port, target)

@@ -422,7 +422,7 @@ describe("moonport --mock DIR", function()
     local dir = os.tmpname()
     os.remove(dir)
     assert(os.execute("cp -r spec/fixtures/wiremock " .. dir) == 0)
-    support.defer(function() os.execute("rm -rf " .. dir) end)
+    support.defer(function() helpers.remove_dir(dir) end)
     local server = support.start(dir, nil, { mock = true })
     local port = server.port
     local function write(path, text)
@@ -476,7 +476,7 @@ describe("moonport --mock DIR", function()
 end)
 
 -- A WireMock root in a new directory: files maps relative paths to their
--- text. Returns its path; remove it with os.execute("rm -rf " .. dir).
+-- text. Returns its path; remove it with helpers.remove_dir(dir).
 local function mock_root(files)
   local dir = os.tmpname()
   os.remove(dir)
@@ -728,7 +728,7 @@ describe("mock responses WireMock serves", function()
 
   it("refuse a 1xx or out-of-range status when the mapping is loaded", function()
     local dir = mock_root({ ["mappings/interim.json"] = '{"request":{"url":"/x"},"response":{"status":101}}' })
-    support.defer(function() os.execute("rm -rf " .. dir) end)
+    support.defer(function() helpers.remove_dir(dir) end)
     local server = support.start("spec/fixtures/mock.lua")
     for _, st in ipairs({ 100, 101, 199, 600, 99 }) do
       local status, doc, raw = json(server.port, "POST", "/__admin/mappings",
@@ -748,7 +748,7 @@ describe("mock responses WireMock serves", function()
       ["__files/big.bin"] = big,
       ["mappings/big.json"] = '{"request":{"url":"/big"},"response":{"bodyFileName":"big.bin"}}',
     })
-    support.defer(function() os.execute("rm -rf " .. dir) end)
+    support.defer(function() helpers.remove_dir(dir) end)
     local server = support.start(dir, nil, { mock = true })
     for _, target in ipairs({ "/big", "/big.bin" }) do
       local resp = fetch_large(server.port, target)
@@ -781,7 +781,7 @@ describe("mock responses it cannot serve", function()
   it("in a mapping file stop the server from starting, naming the file and the feature", function()
     local dir = mock_root({ ["mappings/proxy.json"] =
       '{"request":{"url":"/p"},"response":{"proxyBaseUrl":"ftp://example.com"}}' })
-    support.defer(function() os.execute("rm -rf " .. dir) end)
+    support.defer(function() helpers.remove_dir(dir) end)
     local code, _, err = helpers.run({ "--listen", "127.0.0.1:0", "--mock", dir })
     assert.equal(1, code)
     assert.truthy(err:find("mappings/proxy.json: proxyBaseUrl ftp://example.com", 1, true), err)
@@ -792,7 +792,7 @@ describe("mock responses it cannot serve", function()
 
   it("in a mapping file fail its reload, and the old stubs keep serving", function()
     local dir = mock_root({ ["mappings/a.json"] = '{"request":{"url":"/a"},"response":{"body":"a"}}' })
-    support.defer(function() os.execute("rm -rf " .. dir) end)
+    support.defer(function() helpers.remove_dir(dir) end)
     local server = support.start(dir, nil, { mock = true })
     local f = assert(io.open(dir .. "/mappings/a.json", "w"))
     f:write('{"request":{"url":"/a"},"response":{"body":"{{#each request.query}}x{{/each}}",'
@@ -810,7 +810,7 @@ describe("mock responses it cannot serve", function()
       ["mappings/t.json"] = '{"request":{"url":"/t"},"response":{"bodyFileName":"t.txt",'
         .. '"transformers":["response-template"]}}',
     })
-    support.defer(function() os.execute("rm -rf " .. dir) end)
+    support.defer(function() helpers.remove_dir(dir) end)
     local server = support.start(dir, nil, { mock = true })
     local b, status = body_of(server.port, "GET", "/t")
     assert.equal(500, status)

@@ -26,12 +26,7 @@ local function write(path, text)
   f:close()
 end
 
-local function read(path)
-  local f = assert(io.open(dir .. "/" .. path, "rb"))
-  local text = f:read("*a")
-  f:close()
-  return text
-end
+local function read(path) return helpers.read_file(dir .. "/" .. path) end
 
 local function sha256(text)
   local tmp = os.tmpname()
@@ -87,7 +82,7 @@ return app
 ]])
 end)
 
-teardown(function() sh("rm -rf " .. dir) end)
+teardown(function() helpers.remove_dir(dir) end)
 
 describe("static files", function()
   local server = support.serve(APP, { "--stats" })
@@ -487,7 +482,7 @@ describe("the mock's __files", function()
     f:write("0123456789")
     f:close()
   end)
-  teardown(function() sh("rm -rf " .. mock) end)
+  teardown(function() helpers.remove_dir(mock) end)
   local server = support.serve(mock, nil, { mock = true })
 
   it("are served by the core: validators, conditionals, ranges, types", function()

@@ -7,12 +7,7 @@ local support = require("spec.support.server")
 local write, scratch_dir, remove_dir = helpers.write_file, helpers.scratch_dir, helpers.remove_dir
 local stats = helpers.stats
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local text = f:read("*a")
-  f:close()
-  return text
-end
+local read = helpers.read_file
 
 local FIXTURE = read(helpers.resolve("spec/fixtures/template_app.lua"))
 
