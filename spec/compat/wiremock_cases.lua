@@ -1101,4 +1101,10 @@ matcher("header: includes", { urlPath = "/hin", headers = { ["X-V"] = { includes
   { { method = "GET", path = "/hin", status = 200, headers = { { "X-V", "a" }, { "X-V", "b" } } },
     get("/hin", 404, { ["X-V"] = "a" }), get("/hin", 404) })
 
+-- Cases of further features, a file each (spec/compat/wiremock_cases_<topic>.lua),
+-- each returning function(add, h) where h holds the helpers above.
+local topics = {}
+local h = { get = get, req = req, matcher = matcher, cases = cases, null = cjson_null }
+for _, topic in ipairs(topics) do require("spec.compat.wiremock_cases_" .. topic)(add, h) end
+
 return T
