@@ -430,7 +430,7 @@ end
 GET[FORM] = function(w, key) return w.fields[key] end
 
 local function plain(v)
-  if type(v) == "userdata" then
+  if type(v) == "userdata" and v ~= null then
     local s = tostring(v)
     return tonumber(s) or s
   end
@@ -897,7 +897,11 @@ local function pretty(v, indent)
     for i = 1, #v do parts[i] = pretty(v[i], indent) end
     return "[ " .. concat(parts, ", ") .. " ]"
   end
-  local keys = sorted_keys(v)
+  -- WireMock's Jackson leaves out null fields.
+  local keys = {}
+  for _, k in ipairs(sorted_keys(v)) do
+    if v[k] ~= null then keys[#keys + 1] = k end
+  end
   if #keys == 0 then return "{ }" end
   local inner = indent .. "  "
   local parts = {}
@@ -1035,12 +1039,11 @@ local function helper_date(node, env, args)
   local t, off = d.t, d.off
   local offset = hash_value(node, env, "offset")
   if type(offset) == "string" then t = add_offset(t, offset) end
-  local zone = hash_value(node, env, "timezone")
   local fmt = hash_value(node, env, "format")
   if node.name == "dateFormat" then fmt = args[2] or fmt end
   if fmt == "epoch" then return format("%d", floor(t * 1000)) end
   if fmt == "unix" then return format("%d", floor(t)) end
-  if type(fmt) == "string" then return format_date(t, fmt, zone_offset(zone) or off) end
+  if type(fmt) == "string" then return format_date(t, fmt, off) end
   return new_date(t, off)
 end
 
@@ -1574,7 +1577,8 @@ end
 -- Compiling.
 ------------------------------------------------------------------------
 
-local TIME_HELPERS = { now = true, date = true, dateFormat = true }
+-- WireMock's date and dateFormat take no time zone; now does.
+local TIME_HELPERS = { now = true }
 
 -- Checks a call and what it nests; compiles a jsonPath's path. Returns
 -- true or nil, err.
@@ -1647,7 +1651,24 @@ local function scan(text)
     else
       body_start, close = a + 2, "}}"
     end
-    local b = find(text, close, body_start, true)
+    -- The tag ends at the first close outside a quoted argument (a
+    -- comment's at the first close).
+    local b, j = nil, body_start
+    local comment = match(text, "^~?!", body_start) ~= nil or close == "--}}"
+    while true do
+      local q = not comment and find(text, "['\"]", j)
+      local c = find(text, close, j, true)
+      if not c or not q or c < q then
+        b = c
+        break
+      end
+      j = find(text, sub(text, q, q), q + 1, true)
+      if not j then
+        b = find(text, close, body_start, true)
+        break
+      end
+      j = j + 1
+    end
     if not b then
       return nil, format("unclosed '%s' at position %d", sub(text, a, body_start - 1), a)
     end
