@@ -32,10 +32,11 @@
 -- does not implement does not compile, so that it is refused when a stub
 -- is loaded rather than served wrong: other helpers and blocks, inverted
 -- sections (`{{^x}}`), partials, a value at the top level that is neither
--- the request, a parameter nor a variable set earlier, a time zone other
--- than UTC or a fixed offset. `{{! comment }}` and `{{!-- comment --}}`
--- render nothing; `~` beside a tag is taken off and trims nothing, as
--- WireMock's Handlebars does; `{{&x}}` is `{{x}}`. A helper that WireMock
+-- the request, a parameter nor a variable set earlier, a named time zone
+-- for `now` (UTC and fixed offsets only: there is no zone database).
+-- `{{! comment }}` and `{{!-- comment --}}` render nothing; `~` beside a
+-- tag is taken off and trims nothing, as WireMock's Handlebars does;
+-- `{{&x}}` is `{{x}}`. A helper that WireMock
 -- answers with an error in the text (`{{math 1 '^' 2}}`, `{{range}}`)
 -- renders the same `[ERROR: ...]` text.
 --
@@ -1445,7 +1446,8 @@ end
 local function resolve(p, env)
   local segs = p.segs
   if p.data then
-    local f = env.frames[env.fp - p.up]
+    local frames = env.frames
+    local f = frames and frames[env.fp - p.up]
     return follow(f and f[p.data], segs, 1)
   end
   local sp = env.sp
@@ -1481,11 +1483,21 @@ local render_prog
 local function push(env, value, frame)
   local sp = env.sp + 1
   env.sp = sp
-  env.stack[sp] = value == nil and false or value
+  local stack = env.stack
+  if not stack then
+    stack = {}
+    env.stack = stack
+  end
+  stack[sp] = value == nil and false or value
   if frame then
     local fp = env.fp + 1
     env.fp = fp
-    env.frames[fp] = frame
+    local frames = env.frames
+    if not frames then
+      frames = {}
+      env.frames = frames
+    end
+    frames[fp] = frame
   end
 end
 
@@ -1939,7 +1951,7 @@ function template.render(tpl, ctx, opts)
     end
     return concat(out)
   end
-  local env = { ctx = ctx, opts = opts, json = json, stack = {}, sp = 0, frames = {}, fp = 0 }
+  local env = { ctx = ctx, opts = opts, json = json, sp = 0, fp = 0 }
   local on = render_prog(parts, env, out, 0)
   return concat(out, "", 1, on)
 end
