@@ -616,8 +616,9 @@ function MockApp:send_file(res, name, content_type)
   return res:send(msg .. "\n")
 end
 
--- What templates see of a request.
-local function template_ctx(req, facts, base_url)
+-- What templates see of a request, and the response's
+-- transformerParameters (templates' `parameters`).
+local function template_ctx(req, facts, base_url, parameters)
   local segments = {}
   for seg in facts.path:gmatch("[^/]+") do segments[#segments + 1] = seg end
   local query = {}
@@ -626,7 +627,8 @@ local function template_ctx(req, facts, base_url)
     url = facts.url, path = facts.path, path_segments = segments,
     path_params = facts.path_params or {}, query = query, headers = req:headers(),
     body = facts.body(), method = facts.method, base_url = base_url,
-  } }
+    req = req,
+  }, parameters = parameters }
 end
 
 -- Renders a template, or raises {template = message} when it does not
@@ -728,7 +730,8 @@ local function respond_with(self, stub, r, req, res, facts)
   -- request.baseUrl: the scheme and authority the client used, as WireMock
   -- has it (the Host field; the address listened on without one).
   local ctx = templated(stub, r) and template_ctx(req, facts,
-    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"))
+    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"),
+    r.transformer_parameters)
   local json = r.json_body ~= nil
   local headers, has_type = {}, false
   for name, value in pairs(r.headers or {}) do
