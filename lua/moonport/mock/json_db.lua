@@ -26,6 +26,15 @@
 -- that. The file is read once, by the first request that finds no document
 -- in the store; edits to it by hand are not seen while the server runs.
 --
+-- With the mock's state in Redis (--mock-store, moonport.mock.store) the
+-- document, its version and the lock are Redis keys named after the
+-- file's name (not its directory), so that instances each reading their
+-- own copy of db.json share one document. Redis owns it: a file seeds it
+-- only when Redis has none, every write (under the lock, which Redis
+-- holds for all instances) goes to Redis and then to the writing
+-- instance's own file; a hand edit of a file is not taken while Redis
+-- holds a document.
+--
 -- @module moonport.mock.json_db
 
 local moonport = require("moonport")
@@ -656,14 +665,16 @@ function M.attach(app, path, opts)
   if derr then error("mock.json_db: " .. derr, 2) end
   if core.track_file then core.track_file(path) end
 
-  local key = "jsondb:" .. path
+  -- The app's store: its Redis store when the mock's state is shared.
+  state = app.mock_store or core.mock_state
+  local key = "jsondb:" .. (state.remote and path:match("[^/]*$") or path)
   local db = setmetatable({ path = path, k_data = key .. ":data", k_version = key .. ":version",
                             k_lock = key .. ":lock", k_file = key .. ":file",
                             token = tostring(random(1, 2 ^ 30)) }, Db)
   -- The file was edited by hand since the store last read or wrote it
   -- (its change reloaded the app, which runs this again): the store takes
   -- the file's document.
-  if state:get(db.k_version) ~= nil and state:get(db.k_file) ~= digest(text) then
+  if not state.remote and state:get(db.k_version) ~= nil and state:get(db.k_file) ~= digest(text) then
     if state:set(db.k_data, json_encode(decode_db(text, path))) then
       state:set(db.k_file, digest(text))
       state:incr(db.k_version, 1, 0)
