@@ -661,7 +661,7 @@ function M.attach(app, path, opts)
   if type(path) ~= "string" or path == "" then error("mock.json_db: path must be a file name", 2) end
   local text, err = read_file(path)
   if text == nil then error("mock.json_db: cannot read " .. tostring(err), 2) end
-  local _, derr = decode_db(text, path)
+  local at_load, derr = decode_db(text, path)
   if derr then error("mock.json_db: " .. derr, 2) end
   if core.track_file then core.track_file(path) end
 
@@ -686,7 +686,13 @@ function M.attach(app, path, opts)
   -- Runs fn(doc, req, res) with the current document, or answers why not.
   local function reading(fn)
     return function(req, res)
-      local doc, why = db:read()
+      local ok, doc, why = pcall(db.read, db)
+      if not ok then
+        -- Redis out of reach (--mock-store): a path that names none of the
+        -- file's resources still goes to the stubs.
+        if fallback and state.remote and at_load[req.params.name or ""] == nil then return fallback(req, res) end
+        error(doc, 0)
+      end
       if doc == nil then return send(res, 500, { error = tostring(why) }) end
       local name = req.params.name
       if name ~= nil and doc[name] == nil then
