@@ -173,7 +173,7 @@ static const option options[] = {
      "a redis:// or unix: URL",
      "keep the mock's admin-added mappings, scenario states, journal and "
      "--json-db data in Redis (redis://[:PASSWORD@]HOST:PORT[/DB] or "
-     "unix:/PATH[?db=N], then ?prefix=P&timeout=MS), so that instances "
+     "unix:/PATH, and ?db=N&prefix=P&timeout=MS), so that instances "
      "sharing it act as one mock"},
     {"--record-mappings", OPT_SET, NULL, FLAG(record_mappings), NULL, 0, 0,
      NULL,

@@ -240,11 +240,11 @@ describe("mock.app{store = URL} in a script", function()
   end)
   teardown(function() if pass_redis then pass_redis:stop() end end)
 
-  it("connects with a password to a database of its choice", function()
+  it("connects with a password to a database of its choice, under its prefix", function()
     local script = dir .. "-script.lua"
     helpers.write_file(script, ([[
       local mock = require("moonport.mock")
-      local app = mock.app{ store = "redis://:s3cret@127.0.0.1:%d/3" }
+      local app = mock.app{ store = "redis://:s3cret@127.0.0.1:%d/3?prefix=team1:" }
       app:stub{ request = { url = "/lua" }, response = { body = "from Lua" } }
       return app
     ]]):format(port))
@@ -254,10 +254,10 @@ describe("mock.app{store = URL} in a script", function()
     assert.equal(201, (call(one.port, "POST", "/__admin/mappings", mapping("/shared", "shared"))))
     assert.equal("shared", select(2, call(two.port, "GET", "/shared")))
     assert.equal("from Lua", select(2, call(two.port, "GET", "/lua")))
-    -- In database 3, under the prefix.
+    -- In database 3, under the prefix given.
     local c = assert(socket.connect("127.0.0.1", port))
     c:settimeout(5)
-    assert(c:send("AUTH s3cret\r\nSELECT 3\r\nEXISTS moonport:mock:state\r\n"))
+    assert(c:send("AUTH s3cret\r\nSELECT 3\r\nEXISTS team1:state\r\n"))
     assert.equal("+OK", c:receive("*l"))
     assert.equal("+OK", c:receive("*l"))
     assert.equal(":1", c:receive("*l"))

@@ -112,6 +112,16 @@ State.__index = State
 local Journal = {}
 Journal.__index = Journal
 
+-- Logs what could not be done for want of Redis, at most once every
+-- LOST_LOG_EVERY seconds for each kind of thing.
+local function complain(self, kind, msg)
+  local t = now()
+  if t - (self.complained[kind] or 0) >= LOST_LOG_EVERY then
+    self.complained[kind] = t
+    log("warn", "mock store: " .. msg)
+  end
+end
+
 local function unavailable(self, err)
   return setmetatable({ message = ("the mock store (%s) cannot be reached: %s")
     :format(self.client:name(), tostring(err)) }, Unavailable)
@@ -169,13 +179,13 @@ function store.new(url, keys)
   local st = setmetatable({
     remote = true, client = client, names = keys, prefix = p,
     k_state = p .. "state", k_scen = p .. "scenarios", k_journal = p .. "journal",
-    snap = nil, lost = 0, lost_logged = 0, lost_since = 0,
+    snap = nil, lost = 0, lost_since = 0, complained = {},
   }, State)
   local journal = setmetatable({ state = st, client = client }, Journal)
   client.on_up = function()
     local msg = client:name() .. " answers again"
     if st.lost_since > 0 then
-      msg = msg .. (("; %d journal entries were not stored while it could not be reached"):format(st.lost_since))
+      msg = msg .. ("; journal entries not stored meanwhile: %d"):format(st.lost_since)
       st.lost_since = 0
     end
     log("warn", "mock store: " .. msg)
@@ -344,7 +354,7 @@ end
 --- Moves scenario name to new_state, only when it is in required (nil:
 -- whatever it is in). Returns true when it moved, false when another
 -- request (of any instance) moved it first, or nil and why Redis could not
--- be reached.
+-- be reached (logged, at most once every 10 s).
 -- @usage local won = state:advance("cart", "Started", "Full")
 function State:advance(name, required, new_state)
   local r, err
@@ -355,7 +365,11 @@ function State:advance(name, required, new_state)
   else
     r, err = eval(self, ADVANCE, { self.k_scen }, { name, required, new_state })
   end
-  if r == nil then return nil, unavailable(self, err) end
+  if r == nil then
+    err = unavailable(self, err)
+    complain(self, "scenario", ("scenario %s not moved to %s: %s"):format(name, new_state, tostring(err)))
+    return nil, err
+  end
   if r ~= 1 then return false end
   if self.snap then self.snap.scenarios[name] = new_state end
   return true
@@ -373,12 +387,8 @@ function State:append(text, size)
                       { k.entry_id, text, k.journal_seq, size, k.journal_first })
   if n then return n end
   self.lost, self.lost_since = self.lost + 1, self.lost_since + 1
-  local t = now()
-  if t - self.lost_logged >= LOST_LOG_EVERY then
-    self.lost_logged = t
-    log("warn", ("mock store: a journal entry was not stored (%d in all by this worker): %s")
-      :format(self.lost, tostring(unavailable(self, err))))
-  end
+  complain(self, "journal", ("a journal entry was not stored (%d in all by this worker): %s")
+    :format(self.lost, tostring(unavailable(self, err))))
   return nil
 end
 
