@@ -1020,11 +1020,12 @@ local function admin_refusal(self, req)
   end
 end
 
--- Every handler of a mock app goes through here. A stub or route gets CORS
--- (unless --no-cors); /__admin (admin, or a path under it) gets its guard,
--- and CORS only with --admin-cors.
 local remote_guard
 
+-- Every handler of a mock app goes through here. A stub or route gets CORS
+-- (unless --no-cors); /__admin (admin, or a path under it) gets its guard,
+-- and CORS only with --admin-cors. With --mock-store, remote_guard comes
+-- first.
 local function wrap(self, handler, admin)
   local settings = self.settings
   if remote then handler = remote_guard(handler, admin) end
@@ -1952,7 +1953,8 @@ local function guarded(res, ok, ...)
   if not store.unavailable(err) then error(err, 0) end
   if res:started() then
     log("warn", "mock: " .. tostring(err) .. " (the response had begun: cut short)")
-    return res:finish()
+    pcall(res.finish, res)
+    return
   end
   return store_unavailable(res, err)
 end
