@@ -224,7 +224,7 @@ function State:get_many(list)
   if #list == 0 or self.offline then return out end
   local cmd = { "HMGET", self.k_state }
   for i = 1, #list do cmd[i + 2] = list[i] end
-  local got = run1(self, unpack(cmd))
+  local got = run(self, { cmd })[1]
   for i = 1, #list do out[i] = decode(got[i]) end
   return out
 end
@@ -410,7 +410,7 @@ function State:each_entry(fn, oldest_first, json_decode)
       cmd[#cmd + 1] = n
       n = n + step
     end
-    local got = run1(self, unpack(cmd))
+    local got = run(self, { cmd })[1]
     for i = 1, #nums do
       local e = got[i] and json_decode(got[i])
       if e and fn(e) == false then return end
