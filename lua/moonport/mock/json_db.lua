@@ -673,13 +673,20 @@ function M.attach(app, path, opts)
                             token = tostring(random(1, 2 ^ 30)) }, Db)
   -- The file was edited by hand since the store last read or wrote it
   -- (its change reloaded the app, which runs this again): the store takes
-  -- the file's document.
-  if not state.remote and state:get(db.k_version) ~= nil and state:get(db.k_file) ~= digest(text) then
-    if state:set(db.k_data, json_encode(decode_db(text, path))) then
-      state:set(db.k_file, digest(text))
+  -- the file's document. Checked under the write lock, on the file as it
+  -- is then: a writer of another worker may have written it since it was
+  -- read above, and its newer document must not be taken back. When a
+  -- writer holds the lock, its own rename reloads the app again, and the
+  -- check runs then.
+  if not state.remote and state:get(db.k_version) ~= nil and state:add(db.k_lock, db.token, LOCK_TTL) then
+    local now_text = read_file(path)
+    local now_doc = now_text and decode_db(now_text, path)
+    if now_doc and state:get(db.k_file) ~= digest(now_text) and state:set(db.k_data, json_encode(now_doc)) then
+      state:set(db.k_file, digest(now_text))
       state:incr(db.k_version, 1, 0)
       core.log("info", "mock: " .. path .. " changed on disk: reloaded")
     end
+    db:unlock()
   end
   local fallback = app.serve_stubs and not (opts and opts.stubs == false) and function(req, res) return app:serve_stubs(req, res) end
 
