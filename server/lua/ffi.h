@@ -626,4 +626,30 @@ int mp_httpc_gunzip(const char *in, size_t len, char *out, size_t cap,
  * or MP_INVALID when len is over INT_MAX. */
 int mp_url_unescape(const char *src, size_t len, int plus_space, char *dst);
 
+/* ---- XML documents and XPath for the mock (ffi/xml.c) ---- */
+
+/* Parses len bytes of text as an XML document (libxml2; nothing fetched,
+ * no external entity read). Returns the document, to be freed with
+ * mp_xml_free, or NULL with a message in err (errlen bytes). */
+void *mp_xml_parse(const char *text, size_t len, char *err, size_t errlen);
+void mp_xml_free(void *doc);
+/* The document in the normalized form ffi/xml.c describes (what
+ * WireMock's equalToXml compares: no comments, no white space between
+ * elements, text trimmed, names as "{uri}local", attributes sorted), in
+ * the scratch buffer. Returns its length, or MP_NOMEM. */
+int mp_xml_canonical(void *doc, const char **out);
+/* Compiles an XPath 1.0 expression; NULL with a message in err when it
+ * is not one. Free it with mp_xpath_free. */
+void *mp_xpath_compile(const char *expr, size_t len, char *err,
+                       size_t errlen);
+void mp_xpath_free(void *xp);
+/* Evaluates xp on doc, its prefixes bound by ns (nslen bytes of
+ * "prefix\0uri\0" pairs). The nodes it selects, each as text followed
+ * by a NUL (an element written out as XML, an attribute or a text node
+ * its text), in the scratch buffer (*out, *len). Returns how many nodes;
+ * MP_INVALID when the result is not a node set or the evaluation failed
+ * (an unbound prefix, a bad function call), MP_NOMEM. */
+int mp_xpath_eval(void *doc, void *xp, const char *ns, size_t nslen,
+                  const char **out, size_t *len);
+
 #endif
