@@ -61,6 +61,9 @@ enum {
   MP_DIGEST_MAX = 64
 };
 
+/* What mp_xpath_eval found: nodes, a number, or a string or boolean. */
+enum { MP_XPATH_NODES = 0, MP_XPATH_NUMBER = 1, MP_XPATH_TEXT = 2 };
+
 /* mp_base64_encode's and mp_base64_decode's flags. */
 enum { MP_BASE64_NO_PADDING = 1, MP_BASE64_URL = 2 };
 
@@ -94,7 +97,8 @@ enum { MP_BASE64_NO_PADDING = 1, MP_BASE64_URL = 2 };
   XX(MP_DIGEST_MAX) XX(MP_BASE64_NO_PADDING) XX(MP_BASE64_URL)              \
   XX(MP_HTTPC_MORE) XX(MP_HTTPC_HEAD) XX(MP_HTTPC_BODY) XX(MP_HTTPC_DONE)   \
   XX(MP_HTTPC_ERROR) XX(MP_HTTPC_MAX_FIELDS)                                \
-  XX(MP_FILE_INDEX) XX(MP_FILE_DOTFILES) XX(MP_FILE_PRECOMPRESSED)
+  XX(MP_FILE_INDEX) XX(MP_FILE_DOTFILES) XX(MP_FILE_PRECOMPRESSED)         \
+  XX(MP_XPATH_NODES) XX(MP_XPATH_NUMBER) XX(MP_XPATH_TEXT)
 
 /* Every return code of errors.h and every MP_FFI_CONSTANTS entry with its
  * value, as one C enum declaration ("enum { MP_AGAIN = -30001, ... };")
@@ -644,12 +648,14 @@ void *mp_xpath_compile(const char *expr, size_t len, char *err,
                        size_t errlen);
 void mp_xpath_free(void *xp);
 /* Evaluates xp on doc, its prefixes bound by ns (nslen bytes of
- * "prefix\0uri\0" pairs). The nodes it selects, each as text followed
- * by a NUL (an element written out as XML, an attribute or a text node
- * its text), in the scratch buffer (*out, *len). Returns how many nodes;
- * MP_INVALID when the result is not a node set or the evaluation failed
- * (an unbound prefix, a bad function call), MP_NOMEM. */
+ * "prefix\0uri\0" pairs). *kind: MP_XPATH_NODES, with the text of each
+ * node it selects, followed by a NUL (an element written out as XML, an
+ * attribute or a text node its text); MP_XPATH_NUMBER, with the number
+ * ("%.17g"); MP_XPATH_TEXT, with a string or "true" or "false"; all in
+ * the scratch buffer (*out, *len). Returns how many values; MP_INVALID
+ * when the evaluation failed (an unbound prefix, a bad function call),
+ * MP_NOMEM. */
 int mp_xpath_eval(void *doc, void *xp, const char *ns, size_t nslen,
-                  const char **out, size_t *len);
+                  int *kind, const char **out, size_t *len);
 
 #endif

@@ -19,18 +19,19 @@ void *mp_xpath_compile(const char *expr, size_t len, char *err,
                        size_t errlen);
 void mp_xpath_free(void *xp);
 int mp_xpath_eval(void *doc, void *xp, const char *ns, size_t nslen,
-                  const char **out, size_t *len);
+                  int *kind, const char **out, size_t *len);
 ]]
 
 local C = ffi.C
 local ffi_string, ffi_gc = ffi.string, ffi.gc
-local type, pairs, ipairs, setmetatable, tostring = type, pairs, ipairs, setmetatable, tostring
-local find, sub, byte = string.find, string.sub, string.byte
+local type, pairs, ipairs, setmetatable, tostring, tonumber = type, pairs, ipairs, setmetatable, tostring, tonumber
+local find, sub, byte, match = string.find, string.sub, string.byte, string.match
 local concat, sort = table.concat, table.sort
 
 local errbuf = ffi.new("char[256]")
 local outp = ffi.new("const char *[1]")
 local outlen = ffi.new("size_t[1]")
+local kindp = ffi.new("int[1]")
 
 local xml = {}
 
@@ -61,7 +62,7 @@ function Doc:canonical()
   return c
 end
 
---- The document as a tree of elements: { name = "{uri}local", attrs =
+--- The document as a tree of elements: { name = "{uri}local", localname, attrs =
 -- {name = value}, nattrs, kids = {element or {text = "..."} or {pi =
 -- target, data = ...}} }, read from its normalized form.
 -- @usage local root = doc:tree()
@@ -82,7 +83,9 @@ function Doc:tree()
     local c = byte(s, pos)
     pos = pos + 1
     if c == 69 then -- E
-      local el = { name = field(), attrs = {}, nattrs = 0, kids = {} }
+      local name = field()
+      local el = { name = name, localname = match(name, "^{.-}(.*)$") or name, attrs = {}, nattrs = 0,
+                   kids = {} }
       cur.kids[#cur.kids + 1] = el
       stack[#stack + 1] = cur
       cur = el
@@ -136,16 +139,31 @@ function xml.xpath(expr, namespaces)
   return setmetatable({ xp = ffi_gc(xp, C.mp_xpath_free), ns = concat(ns), source = expr }, XPath)
 end
 
---- The texts of the nodes the expression selects in doc (an element as
--- XML, an attribute or text node as its text), a list, possibly empty;
--- nil and a message when the result is not a node set or the evaluation
--- failed (a prefix not bound).
+-- A number as Java's NumberFormat writes it (WireMock's text of an XPath
+-- number): digits grouped by ",", at most three decimals, half to even.
+local function java_number(x)
+  if x ~= x then return "NaN" end
+  if x == math.huge then return "\226\136\158" end
+  if x == -math.huge then return "-\226\136\158" end
+  local s = ("%.3f"):format(x)
+  local sign, int, frac = s:match("^(-?)(%d+)%.(%d+)$")
+  frac = frac:gsub("0+$", "")
+  int = int:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+  return sign .. int .. (frac ~= "" and "." .. frac or "")
+end
+xml.java_number = java_number
+
+--- What the expression finds in doc, as WireMock gives it: a list of
+-- texts, one per node (an element as indented XML, an attribute or text
+-- node its text), or one for a number (as Java formats it), a string or a
+-- boolean; nil and a message when the evaluation failed (a prefix not
+-- bound).
 -- @usage local texts = xp:eval(doc)
 function XPath:eval(doc)
   local ns = self.ns
-  local n = C.mp_xpath_eval(doc.doc, self.xp, ns, #ns, outp, outlen)
+  local n = C.mp_xpath_eval(doc.doc, self.xp, ns, #ns, kindp, outp, outlen)
   if n < 0 then
-    return nil, ("XPath %s does not select nodes here"):format(self.source)
+    return nil, ("XPath %s could not be evaluated here"):format(self.source)
   end
   local s = ffi_string(outp[0], outlen[0])
   local list, pos = {}, 1
@@ -154,6 +172,7 @@ function XPath:eval(doc)
     list[i] = sub(s, pos, z - 1)
     pos = z + 1
   end
+  if kindp[0] == C.MP_XPATH_NUMBER then list[1] = java_number(tonumber(list[1])) end
   return list
 end
 

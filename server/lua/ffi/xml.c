@@ -286,7 +286,8 @@ void mp_xpath_free(void *xp) {
 }
 
 /* A node's text, as WireMock gives it: an element (or the document)
- * written out as XML, anything else its text. */
+ * written out as XML, indented by two spaces and ending in a newline (as
+ * Java's Transformer writes it), anything else its text. */
 static void put_result(out *o, xmlDocPtr doc, xmlNodePtr node) {
   if (node->type == XML_ELEMENT_NODE || node->type == XML_DOCUMENT_NODE) {
     xmlBufferPtr buf = xmlBufferCreate();
@@ -297,8 +298,9 @@ static void put_result(out *o, xmlDocPtr doc, xmlNodePtr node) {
     xmlNodePtr n = node->type == XML_DOCUMENT_NODE
                        ? xmlDocGetRootElement((xmlDocPtr)node)
                        : node;
-    if (n != NULL) xmlNodeDump(buf, doc, n, 0, 0);
+    if (n != NULL) xmlNodeDump(buf, doc, n, 0, 1);
     put(o, xmlBufferContent(buf), (size_t)xmlBufferLength(buf));
+    put(o, "\n", 1);
     xmlBufferFree(buf);
   } else if (node->type == XML_NAMESPACE_DECL) {
     const xmlNs *ns = (const xmlNs *)node;
@@ -312,7 +314,7 @@ static void put_result(out *o, xmlDocPtr doc, xmlNodePtr node) {
 }
 
 int mp_xpath_eval(void *doc, void *xp, const char *ns, size_t nslen,
-                  const char **result, size_t *len) {
+                  int *kind, const char **result, size_t *len) {
   int rc = MP_INVALID;
   xmlXPathObjectPtr res = NULL;
   xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
@@ -334,16 +336,42 @@ int mp_xpath_eval(void *doc, void *xp, const char *ns, size_t nslen,
   quiet();
   res = xmlXPathCompiledEval(xp, ctx);
   xmlResetLastError();
-  /* Not a node set (a number, a string, a boolean): WireMock asks for
-   * nodes and finds none. */
-  if (res == NULL || res->type != XPATH_NODESET) goto err;
+  if (res == NULL) goto err;
   out o = {0, 0};
   int count = 0;
-  if (res->nodesetval != NULL) {
-    for (int k = 0; k < res->nodesetval->nodeNr; k++) {
-      put_result(&o, doc, res->nodesetval->nodeTab[k]);
-      count++;
+  char num[64];
+  switch (res->type) {
+  case XPATH_NODESET:
+    *kind = MP_XPATH_NODES;
+    if (res->nodesetval != NULL) {
+      for (int k = 0; k < res->nodesetval->nodeNr; k++) {
+        put_result(&o, doc, res->nodesetval->nodeTab[k]);
+        count++;
+      }
     }
+    break;
+  case XPATH_NUMBER:
+    /* Lua formats it as WireMock does (Java's NumberFormat). */
+    *kind = MP_XPATH_NUMBER;
+    snprintf(num, sizeof num, "%.17g", res->floatval);
+    put_str(&o, num);
+    put(&o, "", 1);
+    count = 1;
+    break;
+  case XPATH_BOOLEAN:
+    *kind = MP_XPATH_TEXT;
+    put_str(&o, res->boolval ? "true" : "false");
+    put(&o, "", 1);
+    count = 1;
+    break;
+  case XPATH_STRING:
+    *kind = MP_XPATH_TEXT;
+    if (res->stringval != NULL) put_str(&o, (const char *)res->stringval);
+    put(&o, "", 1);
+    count = 1;
+    break;
+  default:
+    goto err;
   }
   put(&o, "", 0);
   if (o.failed) {
