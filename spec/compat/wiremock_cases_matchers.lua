@@ -278,4 +278,17 @@ return function(add, h)
         ["then"] = { required = { "number" } }, ["else"] = { required = { "iban" } } } } } },
     { post("/s11", 200, '{"kind": "card", "number": "4111"}'), post("/s11", 200, '{"kind": "bank", "iban": "DE1"}'),
       post("/s11", 404, '{"kind": "card", "iban": "DE1"}') })
+
+  ----------------------------------------------------------------------------
+  -- The xPath and soapXPath template helpers
+  ----------------------------------------------------------------------------
+
+  add({ name = "template: xPath", mappings = { { request = { urlPath = "/tx", method = "POST" },
+      response = { body = "id={{xPath request.body '/order/id/text()'}} sku={{xPath request.body '/order/item/@sku'}}"
+        .. " none=[{{xPath request.body '/order/nothing/text()'}}]", transformers = { "response-template" } } } },
+    requests = { post("/tx", 200, '<order><id>17</id><item sku="A1"/></order>'), post("/tx", 200, "not xml") } })
+  add({ name = "template: soapXPath", mappings = { { request = { urlPath = "/tsoap", method = "POST" },
+      response = { body = "user={{soapXPath request.body '/GetUser/id/text()'}}", transformers = { "response-template" } } } },
+    requests = { post("/tsoap", 200, '<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/">'
+      .. "<soap:Body><GetUser><id>5</id></GetUser></soap:Body></soap:Envelope>") } })
 end

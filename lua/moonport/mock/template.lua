@@ -190,10 +190,11 @@ local function tokenize(s)
 end
 
 local HELPERS = { jsonPath = true, now = true, randomValue = true, upper = true, lower = true,
-                  capitalize = true, trim = true, size = true, base64 = true, urlEncode = true }
+                  capitalize = true, trim = true, size = true, base64 = true, urlEncode = true,
+                  xPath = true, soapXPath = true }
 
 local SUPPORTED = "request.*, jsonPath, now, randomValue, upper, lower, capitalize, trim, "
-  .. "size, base64 and urlEncode"
+  .. "size, base64, urlEncode, xPath and soapXPath"
 
 -- Turns the text between the braces into a node, or returns nil, err.
 local function parse_expr(body)
@@ -525,6 +526,13 @@ local function helper_value(node, ctx)
     return out
   end
   if k == "urlEncode" then return decode and url_decode(s) or url_encode(s) end
+  if k == "xPath" or k == "soapXPath" then
+    local expr = text_of(arg_value(node.args[2], ctx))
+    -- soapXPath: the path within a SOAP envelope's body, whatever its
+    -- prefix and namespace.
+    if k == "soapXPath" then expr = "/*[local-name()='Envelope']/*[local-name()='Body']" .. expr end
+    return require("moonport.mock.xmlmatch").template_xpath(s, expr)
+  end
   return STRING_HELPERS[k](s)
 end
 

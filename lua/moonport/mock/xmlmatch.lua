@@ -18,7 +18,7 @@
 local xml = require("moonport.core.xml")
 local core = require("moonport.core")
 
-local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
+local type, pairs, ipairs, tostring, tonumber, setmetatable = type, pairs, ipairs, tostring, tonumber, setmetatable
 local match, find, sub, lower = string.match, string.find, string.sub, string.lower
 
 local xmlmatch = {}
@@ -262,15 +262,29 @@ function xmlmatch.matches_xpath(m, what, sub_matcher)
   }
 end
 
---- The text of the first node expr selects in text (an XML document), for
--- the {{xPath}} template helper; "" when it is not XML or selects none.
--- @usage xmlmatch.first_text("<a><b>1</b></a>", "/a/b/text()") -- "1"
-function xmlmatch.first_text(text, expr)
-  local doc = type(text) == "string" and document(text)
-  if not doc then return "" end
-  local xp = xml.xpath(expr)
-  local found = xp and xp:eval(doc)
-  return found and found[1] or ""
+-- Expressions the template helpers compiled, by their text.
+local helper_xpaths = setmetatable({}, { __mode = "v" })
+
+--- What the {{xPath}} and {{soapXPath}} template helpers write: the text
+-- of what expr selects in text (an XML document), as matchesXPath reads
+-- it; several values as WireMock lists them ("[a, b]"); "" when expr is
+-- not an expression or selects nothing; WireMock's "[ERROR: <text> is not
+-- valid XML]" when text is not XML.
+-- @usage xmlmatch.template_xpath("<a><b>1</b></a>", "/a/b/text()") -- "1"
+function xmlmatch.template_xpath(text, expr)
+  if type(text) ~= "string" then return "" end
+  local doc = find(text, "^%s*<") and document(text)
+  if not doc then return "[ERROR: " .. text .. " is not valid XML]" end
+  local xp = helper_xpaths[expr]
+  if xp == nil then
+    xp = xml.xpath(expr)
+    if not xp then return "" end
+    helper_xpaths[expr] = xp
+  end
+  local found = xp:eval(doc)
+  if found == nil or #found == 0 then return "" end
+  if #found == 1 then return found[1] end
+  return "[" .. table.concat(found, ", ") .. "]"
 end
 
 return xmlmatch
