@@ -137,19 +137,19 @@ function compile_schema(schema, where, cx)
   local function number_of(key)
     local v = num(schema[key])
     if v == nil then return nil end
-    if type(v) ~= "number" then return nil, bad(key, "is not a number") end
+    if type(v) ~= "number" then return bad(key, "is not a number") end
     return v
   end
   local function count_of(key)
     local v = num(schema[key])
     if v == nil then return nil end
-    if type(v) ~= "number" or v < 0 or v % 1 ~= 0 then return nil, bad(key, "is not a non-negative integer") end
+    if type(v) ~= "number" or v < 0 or v % 1 ~= 0 then return bad(key, "is not a non-negative integer") end
     return v
   end
   local function list_of_schemas(key)
     local list = schema[key]
     if type(list) ~= "table" or not is_array(list) or #list == 0 then
-      return nil, bad(key, "is not a non-empty array of schemas")
+      return bad(key, "is not a non-empty array of schemas")
     end
     local out = {}
     for i, s in ipairs(list) do
