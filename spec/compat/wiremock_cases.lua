@@ -1103,7 +1103,7 @@ matcher("header: includes", { urlPath = "/hin", headers = { ["X-V"] = { includes
 
 -- Cases of further features, a file each (spec/compat/wiremock_cases_<topic>.lua),
 -- each returning function(add, h) where h holds the helpers above.
-local topics = { "templates" }
+local topics = { "templates", "matchers" }
 local h = { get = get, req = req, matcher = matcher, cases = cases, null = cjson_null }
 for _, topic in ipairs(topics) do require("spec.compat.wiremock_cases_" .. topic)(add, h) end
 

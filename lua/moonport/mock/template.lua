@@ -25,7 +25,7 @@
 -- Helpers: `eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `and`, `or`, `not`,
 -- `contains`, `matches`, `math`, `val`, `size`, `array`, `range`, `join`,
 -- `substring`, `replace`, `abbreviate`, `defaultIfEmpty`, `toJson`,
--- `formatJson`, `jsonMerge`, `jsonPath`, `pickRandom`, `regexExtract`,
+-- `formatJson`, `jsonMerge`, `jsonPath`, `xPath`, `soapXPath`, `pickRandom`, `regexExtract`,
 -- `formData`, `now`, `date`, `dateFormat`, `parseDate`, `randomValue`,
 -- `randomInt`, `randomDecimal`, `upper`, `lower`, `capitalize`,
 -- `capitalizeFirst`, `trim`, `base64` and `urlEncode`. What this module
@@ -1371,6 +1371,14 @@ local HELPERS = {
     return encode(merge(a, b))
   end,
   jsonPath = helper_jsonpath,
+  xPath = function(node, env, args)
+    return require("moonport.mock.xmlmatch").template_xpath(str(args[1]), str(args[2]))
+  end,
+  -- The path within a SOAP envelope's body, whatever its prefix and namespace.
+  soapXPath = function(node, env, args)
+    return require("moonport.mock.xmlmatch").template_xpath(str(args[1]),
+      "/*[local-name()='Envelope']/*[local-name()='Body']" .. str(args[2]))
+  end,
   pickRandom = helper_pick_random,
   regexExtract = helper_regex_extract,
   formData = helper_form_data,
