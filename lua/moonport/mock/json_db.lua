@@ -1057,12 +1057,6 @@ function M.attach(app, path, opts)
   local function route(req, res, method, path_, query, full_url)
     local doc, why = db:read()
     if doc == nil then return send(res, nil, 500, { error = tostring(why) }) end
-    local p = path_
-    if #p > 1 and sub(p, -1) == "/" then p = sub(p, 1, -2) end
-    local segs = {}
-    if p ~= "/" and p ~= "" then
-      for s in (sub(p, 2) .. "/"):gmatch("([^/]*)/") do segs[#segs + 1] = url.decode(s) end
-    end
     if method == "POST" then
       local override = req:header("x-http-method-override")
       if override and override ~= "" then
@@ -1071,7 +1065,10 @@ function M.attach(app, path, opts)
       end
     end
     if method == "HEAD" then method = "GET" end
-    if method == "GET" and #segs == 1 and lower(segs[1]) == "db" then
+    -- Express's paths: a route matches with one trailing slash or none,
+    -- ignoring case; a resource's router is mounted at /{name}, whose
+    -- match takes one slash after the name with it.
+    if method == "GET" and lower(path_):find("^/db/?$") then
       return send(res, query, 200, doc)
     end
     -- The delay a request asks for (`_delay`, in ms), as json-server's
@@ -1080,22 +1077,30 @@ function M.attach(app, path, opts)
     query._delay = nil
     if d and d > 0 then moonport.sleep(d) end
 
-    local own = resource_name(doc, segs[1]) ~= nil
+    local first_seg, rest = path_:match("^/([^/]+)(.*)$")
+    local own = resource_name(doc, first_seg) ~= nil
     local extra
-    if #segs == 3 and (method == "GET" or method == "POST") then
+    local parent, parent_id, child = path_:match("^/([^/]+)/([^/]+)/([^/]+)/?$")
+    if parent and (method == "GET" or method == "POST") then
       -- /{parent}/{id}/{child}: the child resource, its <parent>Id
       -- being id (a filter, or a field of the new item).
-      local fk = singular(segs[1]) .. cfg.fks
-      if method == "GET" then query[fk] = segs[2] else extra = { [fk] = segs[2] } end
-      segs = { segs[3] }
+      local fk = singular(url.decode(parent)) .. cfg.fks
+      if method == "GET" then query[fk] = url.decode(parent_id) else extra = { [fk] = url.decode(parent_id) } end
+      first_seg, rest = url.decode(child), ""
     end
-    local name = resource_name(doc, segs[1])
+    local name = resource_name(doc, first_seg)
     if name == nil then
       if fallback and not own then return fallback(req, res) end
       return send(res, query, 404, {})
     end
-    for _, s in ipairs(segs) do
-      if s == "" then return send(res, query, 404, {}) end
+    if sub(rest, 1, 2) == "//" then rest = sub(rest, 2) end
+    local segs
+    if rest == "" or rest == "/" then
+      segs = { name }
+    else
+      local id = rest:match("^/([^/]+)/?$")
+      if id == nil then return send(res, query, 404, {}) end
+      segs = { name, url.decode(id) }
     end
     local value = doc[name]
 
