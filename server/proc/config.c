@@ -175,17 +175,17 @@ static const option options[] = {
      "(json-server's routes.json: {\"/api/*\": \"/$1\"}) before the "
      "database sees them"},
     {"--static", OPT_FILE, "DIR", TEXT(json_static), NULL, 0, 0, NULL,
-     "with --json-db: serve the files of DIR first (default ./public when "
-     "it exists)"},
+     "with --json-db: serve the files of DIR first; without it, those of "
+     "./public when it exists"},
     {"--id", OPT_TEXT, "NAME", TEXT(json_id), NULL, 0, 0, "a field name",
-     "with --json-db: the id field of items (default id)"},
+     "with --json-db: the id field of items, id unless given"},
     {"--foreign-key-suffix", OPT_TEXT, "SUFFIX", TEXT(json_fks), NULL, 0, 0,
      "a suffix",
-     "with --json-db: what ends the fields that name a parent item "
-     "(default Id, as in postId)"},
+     "with --json-db: what ends the fields that name a parent item, Id "
+     "(as in postId) unless given"},
     {"--read-only", OPT_SET, NULL, FLAG(json_read_only), NULL, 0, 0, NULL,
      "with --json-db: answer 403 to every method but GET"},
-    {"--delay", OPT_COUNT, "MS", COUNT(json_delay_ms), NULL, 0, 3600000,
+    {"--delay", OPT_COUNT, "MS", COUNT(json_delay_ms), "0", 0, 3600000,
      NULL, "with --json-db: wait MS milliseconds before each answer of the "
      "database"},
     {"--record-mappings", OPT_SET, NULL, FLAG(record_mappings), NULL, 0, 0,
