@@ -37,6 +37,13 @@ typedef struct mp_config {
   const char *proxy_all;  /* --proxy-all URL: unmatched mock requests go there */
   const char *json_db;    /* --json-db FILE: serve it as json-server does */
   const char *mock_store; /* --mock-store URL: the mock's state in Redis */
+  /* json-server's options, for --json-db: */
+  const char *json_routes; /* --routes FILE: URL rewriting rules */
+  const char *json_static; /* --static DIR: files served first */
+  const char *json_id;     /* --id NAME: the id field, NULL for "id" */
+  const char *json_fks;    /* --foreign-key-suffix: NULL for "Id" */
+  bool json_read_only;     /* --read-only: only GET is answered */
+  unsigned json_delay_ms;  /* --delay MS: before each database answer */
   const char *access_log_format; /* --access-log-format: its name */
   bool request_id;        /* --request-id: every request gets an id */
   bool gzip;              /* --gzip: compress what clients accept */

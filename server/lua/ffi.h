@@ -461,6 +461,12 @@ typedef struct mp_mock_config {
   int record_mappings;     /* --record-mappings */
   const char *json_db;     /* --json-db FILE, or NULL */
   const char *store;       /* --mock-store URL, or NULL */
+  const char *json_routes; /* --routes FILE, or NULL */
+  const char *json_static; /* --static DIR, or NULL */
+  const char *json_id;     /* --id NAME, or NULL */
+  const char *json_fks;    /* --foreign-key-suffix, or NULL */
+  int json_read_only;      /* --read-only */
+  int json_delay_ms;       /* --delay MS */
 } mp_mock_config;
 
 /* Fills *out from the command line. Returns 0. */

@@ -175,6 +175,25 @@ static const option options[] = {
      "--json-db data in Redis (redis://[:PASSWORD@]HOST:PORT[/DB] or "
      "unix:/PATH, and ?db=N&prefix=P&timeout=MS), so that instances "
      "sharing it act as one mock"},
+    /* json-server 0.17's options, under its names. */
+    {"--routes", OPT_FILE, "FILE", TEXT(json_routes), NULL, 0, 0, NULL,
+     "with --json-db: rewrite request URLs by the rules of FILE "
+     "(json-server's routes.json: {\"/api/*\": \"/$1\"}) before the "
+     "database sees them"},
+    {"--static", OPT_FILE, "DIR", TEXT(json_static), NULL, 0, 0, NULL,
+     "with --json-db: serve the files of DIR first; without it, those of "
+     "./public when it exists"},
+    {"--id", OPT_TEXT, "NAME", TEXT(json_id), NULL, 0, 0, "a field name",
+     "with --json-db: the id field of items, id unless given"},
+    {"--foreign-key-suffix", OPT_TEXT, "SUFFIX", TEXT(json_fks), NULL, 0, 0,
+     "a suffix",
+     "with --json-db: what ends the fields that name a parent item, Id "
+     "(as in postId) unless given"},
+    {"--read-only", OPT_SET, NULL, FLAG(json_read_only), NULL, 0, 0, NULL,
+     "with --json-db: answer 403 to every method but GET"},
+    {"--delay", OPT_COUNT, "MS", COUNT(json_delay_ms), "0", 0, 3600000,
+     NULL, "with --json-db: wait MS milliseconds before each answer of the "
+     "database"},
     {"--record-mappings", OPT_SET, NULL, FLAG(record_mappings), NULL, 0, 0,
      NULL,
      "with --proxy-all: write what the API answers to DIR/mappings and "
@@ -486,6 +505,16 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   }
   if (cfg->app == NULL && cfg->mock_dir == NULL && cfg->json_db == NULL) {
     fprintf(stderr, "moonport: no APP.lua given (see --help)\n");
+    return MP_CONFIG_USAGE;
+  }
+  if (cfg->json_db == NULL &&
+      (cfg->json_routes != NULL || cfg->json_static != NULL ||
+       cfg->json_id != NULL || cfg->json_fks != NULL ||
+       cfg->json_read_only || cfg->json_delay_ms != 0)) {
+    fprintf(stderr, "moonport: --routes, --static, --id, "
+            "--foreign-key-suffix, --read-only and --delay are json-server's "
+            "options: give them with --json-db (an APP passes them to "
+            "mock.json_db)\n");
     return MP_CONFIG_USAGE;
   }
   if (mp_access_format_named(cfg->access_log_format) < 0) {

@@ -24,7 +24,8 @@ static const struct field {
     F(host), F(port), F(app), F(check), F(debug), F(stats), F(access_log),
     F(server_header), F(error_log), F(workers), F(workers_auto),
     F(handler_timeout_ms), F(shared_size), F(mock_state_size),
-    F(journal_memory), F(mock_dir), F(cors), F(admin_cors), F(admin_hosts), F(proxy_all), F(json_db), F(mock_store), F(record_mappings),
+    F(journal_memory), F(mock_dir), F(cors), F(admin_cors), F(admin_hosts), F(proxy_all), F(json_db), F(json_routes), F(json_static), F(json_id), F(json_fks),
+    F(json_read_only), F(json_delay_ms), F(mock_store), F(record_mappings),
     F(access_log_format), F(request_id), F(gzip),
     F(journal_size), F(watch), F(watch_delay_ms), F(request_memory_limit),
     F(load_timeout_ms), F(load_memory_limit), F(write_high_water),
@@ -151,6 +152,12 @@ static const setting settings[] = {
     {"--proxy-all", "http://api.test", "proxy_all", 0, "http://api.test"},
     {"--json-db", "db.json", "json_db", 0, "db.json"},
     {"--mock-store", "redis://r:6379", "mock_store", 0, "redis://r:6379"},
+    {"--routes", "routes.json", "json_routes", 0, "routes.json"},
+    {"--static", "pub", "json_static", 0, "pub"},
+    {"--id", "_id", "json_id", 0, "_id"},
+    {"--foreign-key-suffix", "_id", "json_fks", 0, "_id"},
+    {"--read-only", NULL, "json_read_only", 1, NULL},
+    {"--delay", "904", "json_delay_ms", 904, NULL},
     {"--error-log", "err.log", "error_log", 0, "err.log"},
     {"--tls-ca", "ca.pem", "tls_ca", 0, "ca.pem"},
     {"--pg", "dbname=x", "pg", 0, "dbname=x"},
@@ -219,6 +226,12 @@ static void test_each_option_sets_its_field_only(void) {
       /* --mock and --json-db take the place of APP. */
       rc = PARSE(&got, s->option, s->value);
       want.app = NULL;
+    } else if (strncmp(s->field, "json_", 5) == 0 && strcmp(s->field, "json_db") != 0) {
+      /* json-server's options go with --json-db. */
+      rc = s->value ? PARSE(&got, "--json-db", "d.json", s->option, s->value)
+                    : PARSE(&got, "--json-db", "d.json", s->option);
+      want.app = NULL;
+      want.json_db = got.json_db;
     } else if (strcmp(s->option, "--record-mappings") == 0) {
       /* It records what --proxy-all answers into the --mock directory. */
       rc = PARSE(&got, "--mock", "d", "--proxy-all", "http://r.test", s->option);
@@ -454,6 +467,12 @@ static void test_special_values(void) {
   /* --record-mappings records what --proxy-all answers into --mock DIR. */
   CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "--record-mappings"), MP_CONFIG_USAGE);
   CHECK(strstr(output, "--record-mappings") != NULL);
+  /* json-server's options need --json-db. */
+  CHECK_EQ_INT(PARSE(&cfg, "--read-only", "app.lua"), MP_CONFIG_USAGE);
+  CHECK(strstr(output, "--json-db") != NULL);
+  CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "--routes", "r.json"), MP_CONFIG_USAGE);
+  CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "--json-db", "db.json", "--routes", "r.json"),
+               MP_CONFIG_RUN);
 }
 
 int main(void) {

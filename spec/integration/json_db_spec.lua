@@ -30,7 +30,7 @@ end
 describe("json-server mode", function()
   local dir, db, server
   local function start(args)
-    dir = helpers.scratch_dir()
+    dir = dir or helpers.scratch_dir()
     db = dir .. "/db.json"
     helpers.write_file(db, read(FIXTURE))
     -- process.start puts the file last, where an APP would stand.
@@ -44,6 +44,7 @@ describe("json-server mode", function()
     if server then server:stop() end
     server = nil
     if dir then helpers.remove_dir(dir) end
+    dir = nil
   end)
 
   describe("reads", function()
@@ -54,7 +55,7 @@ describe("json-server mode", function()
       local status, list, headers = get(port, "/posts")
       assert.equal(200, status)
       assert.same({ 1, 2, 3, 4, 5 }, ids(list))
-      assert.equal("application/json", headers["content-type"])
+      assert.equal("application/json; charset=utf-8", headers["content-type"])
       assert.equal("no-cache", headers["cache-control"])
       local _, post = get(port, "/posts/2")
       assert.equal("moonport", post.title)
@@ -278,6 +279,84 @@ describe("json-server mode", function()
     status, _, body = helpers.request(port, "GET", "/health/check/deep/path/x")
     assert.equal(200, status)
     assert.equal("stub", body)
+  end)
+
+  describe("json-server's options", function()
+    it("--routes rewrites URLs, every rule on what the ones before left, and lists them at /__rules", function()
+      dir = helpers.scratch_dir()
+      helpers.write_file(dir .. "/routes.json",
+        '{"/api/*": "/$1", "/:resource/:id/show": "/:resource/:id", "/posts/:n": "/posts?views=:n"}')
+      local port = start({ "--routes", dir .. "/routes.json" })
+      assert.same({ 1, 2, 3, 4, 5 }, ids(select(2, get(port, "/api/posts"))))
+      local status, post = get(port, "/comments/3/show")
+      assert.equal(200, status)
+      assert.equal("nice", post.body)
+      -- /posts/250 is the third rule's; /api/posts/250 the first's, then the third's.
+      assert.same({ 2, 4 }, ids(select(2, get(port, "/posts/250"))))
+      assert.same({ 2, 4 }, ids(select(2, get(port, "/api/posts/250"))))
+      local _, rules = get(port, "/__rules")
+      assert.equal("/$1", rules["/api/*"])
+      -- Location is written from the rewritten URL.
+      local _, _, headers = send(port, "POST", "/api/posts", { title = "via api" })
+      assert.equal("http://127.0.0.1/posts/6", headers["location"])
+    end)
+
+    it("--static serves its files first, then the database", function()
+      dir = helpers.scratch_dir()
+      os.execute("mkdir '" .. dir .. "/site'")
+      helpers.write_file(dir .. "/site/index.html", "<p>home</p>")
+      helpers.write_file(dir .. "/site/app.css", "a{}")
+      local port = start({ "--static", dir .. "/site" })
+      local status, headers, body = helpers.request(port, "GET", "/")
+      assert.equal(200, status)
+      assert.equal("<p>home</p>", body)
+      assert.equal("public, max-age=0", headers["cache-control"])
+      status, _, body = helpers.request(port, "GET", "/app.css")
+      assert.equal("a{}", body)
+      assert.same({ 1, 2, 3, 4, 5 }, ids(select(2, get(port, "/posts"))))
+      assert.equal(404, (get(port, "/missing.txt")))
+    end)
+
+    it("--read-only answers 403 to every method but GET and writes nothing", function()
+      local port = start({ "--read-only" })
+      local before = read(db)
+      for _, m in ipairs({ "POST", "PUT", "PATCH", "DELETE" }) do
+        local status, _, body = helpers.request(port, m, "/posts/1", { ["Content-Type"] = "application/json" }, "{}")
+        assert.equal(403, status, m)
+        assert.equal("Forbidden", body)
+      end
+      assert.equal(200, (get(port, "/posts/1")))
+      assert.equal(before, read(db))
+    end)
+
+    it("--delay waits before each answer of the database", function()
+      local port = start({ "--delay", "300" })
+      local t0 = helpers.now()
+      assert.equal(200, (get(port, "/posts/1")))
+      assert.is_true(helpers.now() - t0 >= 0.27)
+    end)
+
+    it("--id and --foreign-key-suffix name the id and parent fields", function()
+      dir = helpers.scratch_dir()
+      db = dir .. "/db.json"
+      helpers.write_file(db, '{"posts": [{"_id": 4, "title": "a"}], "notes": [{"_id": 1, "post_ref": 4}]}')
+      server = process.start(db, { "--id", "_id", "--foreign-key-suffix", "_ref", "--json-db" })
+      local port = server.port
+      assert.equal("a", select(2, get(port, "/posts/4")).title)
+      assert.same({ { _id = 1, post_ref = 4 } }, select(2, get(port, "/posts/4/notes")))
+      local status, post = send(port, "POST", "/posts", { title = "b" })
+      assert.equal(201, status)
+      assert.equal(5, post._id)
+      -- Removing post 4 removes the note that names it.
+      assert.equal(200, (send(port, "DELETE", "/posts/4")))
+      assert.same({}, select(2, get(port, "/notes")))
+    end)
+
+    it("are refused without --json-db", function()
+      local code, _, err = process.run({ "--read-only", "spec/fixtures/compress.lua" })
+      assert.equal(2, code)
+      assert.is_truthy(err:find("--json-db", 1, true))
+    end)
   end)
 
   it("refuses a file that is not an object of arrays and objects", function()

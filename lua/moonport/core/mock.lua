@@ -15,6 +15,12 @@ typedef struct mp_mock_config {
   int record_mappings;
   const char *json_db;
   const char *store;
+  const char *json_routes;
+  const char *json_static;
+  const char *json_id;
+  const char *json_fks;
+  int json_read_only;
+  int json_delay_ms;
 } mp_mock_config;
 int mp_mock_settings(mp_mock_config *out);
 ]]
@@ -34,7 +40,10 @@ end
 -- cors = true unless --no-cors, admin_cors = --admin-cors,
 -- journal_size = --journal-size, proxy_all = --proxy-all or nil,
 -- record_mappings = --record-mappings, json_db = --json-db or nil,
--- store = --mock-store or nil }.
+-- store = --mock-store or nil, and json-server's options: json_routes =
+-- --routes, json_static = --static, json_id = --id, json_fks =
+-- --foreign-key-suffix (each nil when not given), json_read_only =
+-- --read-only, json_delay = --delay (ms) }.
 -- @usage local settings = core.mock_settings()
 function mock.settings()
   local cfg = ffi.new("mp_mock_config")
@@ -44,7 +53,10 @@ function mock.settings()
            admin_cors = cfg.admin_cors ~= 0, journal_size = cfg.journal_size,
            proxy_all = opt_string(cfg.proxy_all),
            record_mappings = cfg.record_mappings ~= 0,
-           json_db = opt_string(cfg.json_db), store = opt_string(cfg.store) }
+           json_db = opt_string(cfg.json_db), store = opt_string(cfg.store),
+           json_routes = opt_string(cfg.json_routes), json_static = opt_string(cfg.json_static),
+           json_id = opt_string(cfg.json_id), json_fks = opt_string(cfg.json_fks),
+           json_read_only = cfg.json_read_only ~= 0, json_delay = cfg.json_delay_ms }
 end
 
 return mock

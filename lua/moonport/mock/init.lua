@@ -2083,8 +2083,10 @@ end
 
 --- json-server mode: adds json-server 0.17's routes over the JSON file at
 -- path to app (see moonport.mock.json_db); opts.stubs = false: paths of no
--- resource get 404 {} rather than the stubs. Returns app.
--- @usage mock.json_db(app, "db.json")
+-- resource get 404 {} rather than the stubs; json-server's options:
+-- opts.routes (a routes file, or a list of {from, to} rules), static (a
+-- folder), id, foreign_key_suffix, read_only, delay (ms). Returns app.
+-- @usage mock.json_db(app, "db.json", { routes = "routes.json" })
 function mock.json_db(app, path, opts) return require("moonport.mock.json_db").attach(app, path, opts) end
 MockApp.serve_stubs = serve -- what json_db hands a path that names no resource
 

@@ -12,6 +12,16 @@
 -- nested `/{name}/{id}/{child}`), every top-level object a singular one
 -- (`/{name}`), and `GET /db` the whole document.
 --
+-- A request goes through the steps json-server's Express app puts it
+-- through, in its order: a file of the static folder (GET and HEAD, the
+-- path as sent), the read-only refusal, `GET /__rules`, the rewriting
+-- rules of a routes file (each rule in the file's order, on what the
+-- rules before it left), the delay, then json-server's router on the
+-- rewritten path, which this module routes itself: its routes are
+-- registered as catch-alls (`/:name`, `/:name/*rest`, and `/` where a
+-- static folder or rules may need it), so that a path of no resource
+-- goes on to the mock's stubs.
+--
 -- Where the data lives: the document is kept as one JSON text under one
 -- key of the mock's state store (core.mock_state, which every worker sees
 -- and nothing evicts), next to a version counter. A worker decodes the
@@ -24,7 +34,11 @@
 -- lets the lock go, all without yielding: two writers in two workers run
 -- one after the other, and no update is lost. The response goes out after
 -- that. The file is read once, by the first request that finds no document
--- in the store; edits to it by hand are not seen while the server runs.
+-- in the store. An edit by hand reloads the app (the file is watched);
+-- the first request after the load takes the file's document into the
+-- store, under the lock, when the file's text is not the one the store
+-- last read or wrote (a writer's own rename reloads the app too, and its
+-- text is known).
 --
 -- With the mock's state in Redis (--mock-store, moonport.mock.store) the
 -- document, its version and the lock are Redis keys named after the
@@ -43,6 +57,7 @@ local json = require("moonport.json")
 local url = require("moonport.url")
 local worker = require("moonport.core.worker")
 local crypto = require("moonport.core.crypto")
+local regex = require("moonport.core.regex")
 
 local json_encode, json_decode = json.encode, json.decode
 local array_mt, null = json.array_mt, json.null
@@ -56,7 +71,6 @@ local state = core.mock_state
 local LOCK_TTL = 5          -- seconds a dead writer can hold the lock
 local LOCK_WAIT_MS = 1      -- between tries for the lock
 local LOCK_GIVE_UP = 10000  -- tries (about 10 s) before answering 503
-local FOREIGN_KEY = "Id"    -- json-server's foreignKeySuffix
 -- nanoid's url alphabet, whose 7-character ids json-server gives a new
 -- item when the resource's greatest id is not a number.
 local NANOID = "useandom-26T198340PX75pxJACKVERYMINDBUSHWOLF_GQZbfghjklqvwyzrict"
@@ -95,23 +109,32 @@ local function js_number(v)
   if t == "string" then
     local s = v:match("^%s*(.-)%s*$")
     if s == "" then return 0 end
+    if s == "Infinity" or s == "+Infinity" then return huge end
+    if s == "-Infinity" then return -huge end
     return tonumber(s)
   end
   if v == null then return 0 end
   return nil
 end
 
--- a < b as JavaScript compares two values (strings as strings, anything
--- else as numbers).
-local function js_less(a, b)
-  if type(a) == "string" and type(b) == "string" then return a < b end
+-- JavaScript's abstract comparison of a and b: -1, 0 or 1, or nil where
+-- a number is NaN (every <, <=, >, >= is then false). Strings compare as
+-- strings when both are; anything else as numbers.
+local function js_compare(a, b)
   if is_object(a) or is_array(a) then a = js_string(a) end
   if is_object(b) or is_array(b) then b = js_string(b) end
-  if type(a) == "string" and type(b) == "string" then return a < b end
+  if type(a) == "string" and type(b) == "string" then
+    if a == b then return 0 end
+    return a < b and -1 or 1
+  end
   local x, y = js_number(a), js_number(b)
-  if x == nil or y == nil then return false end
-  return x < y
+  if x == nil or y == nil or x ~= x or y ~= y then return nil end
+  if x == y then return 0 end
+  return x < y and -1 or 1
 end
+
+-- a < b as JavaScript compares two values.
+local function js_less(a, b) return js_compare(a, b) == -1 end
 
 -- JavaScript's truthiness.
 local function truthy(v)
@@ -123,6 +146,15 @@ local function parse_int(s)
   if type(s) == "table" then s = s[1] end
   if type(s) ~= "string" then return nil end
   local n = s:match("^%s*([+-]?%d+)")
+  return n and tonumber(n) or nil
+end
+
+-- parseFloat(s), nil for NaN.
+local function parse_float(s)
+  if type(s) == "table" then s = s[1] end
+  if type(s) ~= "string" then return nil end
+  local n = s:match("^%s*([+-]?%d*%.?%d+[eE][+-]?%d+)") or s:match("^%s*([+-]?%d+%.?%d*)")
+    or s:match("^%s*([+-]?%.%d+)")
   return n and tonumber(n) or nil
 end
 
@@ -166,16 +198,18 @@ local function singular(word)
 end
 
 local function plural(word)
+  if word == "" then return word end
   if word:find("[^aeiou]y$") then return word:sub(1, -2) .. "ies" end
   if word:find("[sxz]$") or word:find("[cs]h$") then return word .. "es" end
   return word .. "s"
 end
 
--- lodash-id's getById: the item whose id, as a string, is id's.
-local function find_by_id(list, id)
+-- lodash-id's getById: the item whose id field (`idk`), as a string, is
+-- id's.
+local function find_by_id(list, id, idk)
   local want = js_string(id)
   for i, item in ipairs(list) do
-    if is_object(item) and not absent(item.id) and js_string(item.id) == want then
+    if is_object(item) and not absent(item[idk]) and js_string(item[idk]) == want then
       return item, i
     end
   end
@@ -193,10 +227,11 @@ end
 
 -- json-server's createId: 1 for an empty resource, the greatest id plus
 -- one when that is a number, else a nanoid of 7 characters.
-local function create_id(list)
+local function create_id(list, idk)
+  idk = idk or "id"
   local max
   for _, item in ipairs(list) do
-    local id = is_object(item) and item.id or nil
+    local id = is_object(item) and item[idk] or nil
     if id ~= nil and id ~= null and (max == nil or js_less(max, id)) then max = id end
   end
   if #list == 0 then return 1 end
@@ -279,13 +314,17 @@ local function write_file(path, text)
   return nil, err
 end
 
--- The document of a file: a JSON object whose values are arrays or objects.
+-- The document of a file: a JSON object whose values are arrays or objects
+-- (but for "$schema", which json-server leaves alone), no key with a "/".
 local function decode_db(text, where)
   local doc, err = json_decode(text)
   if doc == nil then return nil, where .. ": not JSON: " .. tostring(err) end
   if not is_object(doc) then return nil, where .. ": not a JSON object" end
   for name, v in pairs(doc) do
-    if type(v) ~= "table" then
+    if find(name, "/", 1, true) then
+      return nil, ("%s: %q: a name with / is not supported (see --routes)"):format(where, name)
+    end
+    if type(v) ~= "table" and name ~= "$schema" then
       return nil, ("%s: type of %q (%s) is not supported; use objects or arrays of objects")
         :format(where, name, v == null and "null" or type(v))
     end
@@ -327,12 +366,31 @@ function Db:seed()
   return true
 end
 
+-- After a load (the app's, at start or on a change of its files): the
+-- file was edited by hand when its text is not the one the store last
+-- read or wrote, and the store then takes the file's document. Under the
+-- lock, where no writer is between its store and its rename.
+function Db:sync_file()
+  self.check_file = false
+  if state:get(self.k_version) == nil then return end
+  local text = read_file(self.path)
+  if text == nil or state:get(self.k_file) == digest(text) then return end
+  local doc = decode_db(text, self.path)
+  if doc == nil then return end
+  if state:set(self.k_data, json_encode(doc)) then
+    state:set(self.k_file, digest(text))
+    state:incr(self.k_version, 1, 0)
+    core.log("info", "mock: " .. self.path .. " changed on disk: reloaded")
+  end
+end
+
 -- The current document (shared by the requests of this worker: not to be
 -- changed), or nil and why.
 function Db:read()
   local v = state:get(self.k_version)
-  if v == nil then
+  if v == nil or self.check_file then
     if not self:lock() then return nil, "the database is locked" end
+    if self.check_file then self:sync_file() end
     local ok, err = self:seed()
     self:unlock()
     if not ok then return nil, err end
@@ -353,6 +411,7 @@ end
 -- and why.
 function Db:write(change)
   if not self:lock() then return nil, 503, "the database stayed locked" end
+  if self.check_file then self:sync_file() end
   local ok, err = self:seed()
   if not ok then self:unlock() return nil, 500, err end
   local old = state:get(self.k_data)
@@ -386,7 +445,7 @@ end
 -- Queries -----------------------------------------------------------------------
 
 -- The parameters json-server takes out before filtering.
-local RESERVED = { q = true, _start = true, _end = true, _page = true, _sort = true, _order = true,
+local RESERVED = { q = true, _start = true, _end = true, _sort = true, _order = true,
                    _limit = true, _embed = true, _expand = true }
 
 local function like_regex(pattern)
@@ -395,16 +454,19 @@ local function like_regex(pattern)
   return re
 end
 
--- Whether item passes the filter key=values (json-server's rules: any of
--- the values for =, _gte, _lte and _like; all of them for _ne).
-local function passes(item, key, values, regexes)
-  local path, op = key, nil
+-- The filter's operator, and the path it applies to.
+local function operator(key)
   for _, suffix in ipairs({ "_lte", "_gte", "_ne", "_like" }) do
-    if #key > #suffix and sub(key, -#suffix) == suffix then
-      path, op = sub(key, 1, -#suffix - 1), suffix
-      break
-    end
+    if #key > #suffix and sub(key, -#suffix) == suffix then return sub(key, 1, -#suffix - 1), suffix end
   end
+  return key, nil
+end
+
+-- Whether item passes the filter key=values (json-server's rules: any of
+-- the values for =, _gte, _lte and _like; all of them for _ne; never when
+-- the field is null or absent).
+local function passes(item, key, values, regexes)
+  local path, op = operator(key)
   local v = get_path(item, path)
   local any, all = false, true
   for _, want in ipairs(values) do
@@ -412,9 +474,11 @@ local function passes(item, key, values, regexes)
     if absent(v) then
       r = false
     elseif op == "_gte" then
-      r = not js_less(v, want)
+      local c = js_compare(want, v)     -- value <= elementValue
+      r = c ~= nil and c <= 0
     elseif op == "_lte" then
-      r = not js_less(want, v)
+      local c = js_compare(want, v)     -- value >= elementValue
+      r = c ~= nil and c >= 0
     elseif op == "_ne" then
       r = want ~= js_string(v)
     elseif op == "_like" then
@@ -448,8 +512,8 @@ local function compare(a, b)
   local rb = b == nil and 2 or (b == null and 1 or 0)
   if ra ~= rb then return ra < rb and -1 or 1 end
   if ra ~= 0 then return 0 end
-  if js_less(a, b) then return -1 end
   if js_less(b, a) then return 1 end
+  if js_less(a, b) then return -1 end
   return 0
 end
 
@@ -489,17 +553,18 @@ local function as_list(v)
 end
 
 -- Adds the embedded children (_embed) and expanded parents (_expand) to a
--- copy of item.
-local function embed_expand(doc, name, item, embeds, expands)
+-- copy of item. opts: the database's id field and foreign key suffix.
+local function embed_expand(doc, name, item, embeds, expands, opts)
   if embeds == nil and expands == nil then return item end
+  local fks = opts.fks
   item = shallow_copy(item)
   for _, child in ipairs(embeds and as_list(embeds) or {}) do
-    local key = singular(name) .. FOREIGN_KEY
+    local key = singular(name) .. fks
     local out = setmetatable({}, array_mt)
     local list = doc[child]
     if is_array(list) then
       for _, c in ipairs(list) do
-        if is_object(c) and deep_equal(c[key], item.id) then out[#out + 1] = c end
+        if is_object(c) and deep_equal(c[key], item[opts.id]) then out[#out + 1] = c end
       end
     end
     item[child] = out
@@ -507,8 +572,8 @@ local function embed_expand(doc, name, item, embeds, expands)
   for _, parent in ipairs(expands and as_list(expands) or {}) do
     local list = doc[plural(parent)]
     if type(list) == "table" then
-      local ref = item[parent .. FOREIGN_KEY]
-      item[parent] = ref ~= nil and ref ~= null and is_array(list) and find_by_id(list, ref) or nil
+      local ref = item[parent .. fks]
+      item[parent] = ref ~= nil and ref ~= null and is_array(list) and find_by_id(list, ref, opts.id) or nil
     end
   end
   return item
@@ -523,14 +588,14 @@ local function page_url(full, current, n)
 end
 
 -- GET /{name}: returns the items, and the headers.
-local function list(doc, name, query, full_url)
+local function list(doc, name, query, full_url, opts)
   local items = doc[name]
   local q = query.q and first(query.q)
   local filters = {}
   for key, value in pairs(query) do
     if not RESERVED[key] and key ~= "callback" and key ~= "_" then
       -- json-server ignores a field no item has.
-      local known = key:find("_lte$") or key:find("_gte$") or key:find("_ne$") or key:find("_like$")
+      local known = select(2, operator(key)) ~= nil
       if not known then
         for _, item in ipairs(items) do
           if get_path(item, key) ~= nil then known = true break end
@@ -610,42 +675,315 @@ local function list(doc, name, query, full_url)
 
   local out = setmetatable({}, array_mt)
   for i, item in ipairs(chain) do
-    out[i] = is_object(item) and embed_expand(doc, name, item, query._embed, query._expand) or item
+    out[i] = is_object(item) and embed_expand(doc, name, item, query._embed, query._expand, opts) or item
   end
   return out, headers
 end
 
--- Requests ----------------------------------------------------------------------
+-- Routes files: json-server's rewriter ---------------------------------------
+-- json-server 0.17 hands each rule of --routes to express-urlrewrite 1.4,
+-- which turns its left side into a regular expression with
+-- path-to-regexp 0.1, tests it against the request's URL (path and query,
+-- as sent) and, on a match, makes the URL its right side with `$n` and
+-- `:name` filled in. Every rule runs, in the file's order, each on what
+-- the rules before it left.
 
-local function send(res, status, value, headers)
-  res:status(status)
-  res:header("Cache-Control", "no-cache"):header("Pragma", "no-cache"):header("Expires", "-1")
-  for _, h in ipairs(headers or {}) do res:header(h[1], h[2]) end
-  return res:json(value == nil and {} or value)
+-- The first `\x` or `*` of a custom group, a `*` made `(.*)`.
+local function custom_group(capture)
+  local i = 1
+  while i <= #capture do
+    local c = sub(capture, i, i)
+    if c == "\\" and i < #capture then return capture end
+    if c == "*" then return sub(capture, 1, i - 1) .. "(.*)" .. sub(capture, i + 1) end
+    i = i + 1
+  end
+  return capture
 end
 
-local function not_found(res) return send(res, 404, {}) end
+-- path-to-regexp 0.1.13's source for an Express path (non-strict, to the
+-- end, case-insensitive), and its keys ({name}, in group order: unnamed
+-- groups take the names 0, 1, ...).
+local function path_source(path)
+  local out, keys = {}, {}
+  local outlen = 0
+  local function emit(s)
+    out[#out + 1] = s
+    outlen = outlen + #s
+  end
+  local backtrack, pos = "", 0
+  local i, n = 1, #path
+  while i <= n do
+    local c = sub(path, i, i)
+    local offset = i - 1
+    local j = i
+    local slash, dot = false, false
+    if c == "/" then slash, j = true, j + 1 end
+    if sub(path, j, j) == "." then dot, j = true, j + 1 end
+    local key = sub(path, j, j) == ":" and path:match("^[%w_]+", j + 1)
+    if c == "\\" and i < n then
+      backtrack = backtrack .. sub(path, i, i + 1)
+      pos = pos + 2
+      emit(sub(path, i, i + 1))
+      i = i + 2
+    elseif key then
+      j = j + 1 + #key
+      local capture
+      if sub(path, j, j) == "(" then
+        local close = find(path, ")", j + 1, true)
+        if close then capture, j = sub(path, j, close), close + 1 end
+      end
+      local star = sub(path, j, j) == "*"
+      if star then j = j + 1 end
+      local optional = sub(path, j, j) == "?"
+      if optional then j = j + 1 end
+      if slash or dot then backtrack = "" else backtrack = backtrack .. sub(path, pos + 1, offset) end
+      pos = offset + (j - i)
+      local f = dot and "\\." or ""
+      if capture then
+        capture = custom_group(capture)
+      elseif backtrack ~= "" then
+        capture = "((?:(?!/|" .. backtrack .. ").)+?)"
+      else
+        capture = "([^/" .. f .. "]+?)"
+      end
+      keys[#keys + 1] = { name = key, at = outlen }
+      emit("(?:" .. f .. (slash and "/" or "") .. capture
+        .. (star and ("((?:[/" .. f .. "].+?)?)") or "") .. ")" .. (optional and "?" or ""))
+      backtrack = ""
+      i = j
+    elseif c == "." then
+      backtrack = backtrack .. "\\."
+      pos = pos + 1
+      emit("\\.")
+      i = i + 1
+    elseif c == "*" then
+      pos = offset + 1
+      backtrack = ""
+      emit("(.*)")
+      i = i + 1
+    elseif c == "/" and sub(path, i + 1, i + 1) == "(" then
+      backtrack = backtrack .. sub(path, pos + 1, offset) .. "/"
+      pos = offset + 2
+      emit("/(?:")
+      i = i + 2
+    else
+      emit(c)
+      i = i + 1
+    end
+  end
+  local src = concat(out)
+  -- The groups no key names (a `*`, a key's `*` tail, a group written in
+  -- the path) get numbers for names, in order.
+  local k, unnamed = 1, 0
+  i = 1
+  while i <= #src do
+    local c = sub(src, i, i)
+    if c == "\\" then
+      i = i + 2
+    else
+      if c == "(" and (sub(src, i + 1, i + 1) ~= "?" or src:find("^%(%?<[%w_]+>", i)) then
+        if k > #keys or keys[k].at > i - 1 then
+          insert(keys, k, { name = tostring(unnamed), at = i - 1 })
+          unnamed = unnamed + 1
+        end
+        k = k + 1
+      end
+      i = i + 1
+    end
+  end
+  src = src .. (sub(src, -1) == "/" and "?" or "/?") .. "$"
+  return "^" .. src, keys
+end
+
+-- A rule {from, to} made ready: its compiled expression and the group of
+-- each key's name.
+local function compile_rule(from, to, where)
+  local src, keys = path_source(from)
+  local c, err = regex.re_compile(src, regex.flags.i)
+  if c == nil then error(("%s: the rule %q: %s"):format(where, from, err), 0) end
+  local map = {}
+  for i, key in ipairs(keys) do
+    if map[key.name] == nil then map[key.name] = i end
+  end
+  return { from = from, to = to, re = c, map = map }
+end
+
+-- The URL rule makes of subject, or nil when it does not match.
+local function rewrite_url(rule, subject)
+  local c = rule.re
+  local ok = regex.re_exec(c, subject, 0)
+  if not ok then return nil end
+  local ov = c.ov
+  local function group(n)
+    if n > c.ncaptures or ov[2 * n] < 0 then return "undefined" end
+    return sub(subject, ov[2 * n] + 1, ov[2 * n + 1])
+  end
+  local to, out, i = rule.to, {}, 1
+  while i <= #to do
+    local ch = sub(to, i, i)
+    local digits = ch == "$" and to:match("^%d+", i + 1)
+    local name = not digits and ch == ":" and to:match("^[%w_]+", i + 1)
+    if digits then
+      out[#out + 1] = group(tonumber(digits))
+      i = i + 1 + #digits
+    elseif name then
+      local at = rule.map[name]
+      if at == nil then
+        error({ status = 500, message = ("the rule %q names :%s, which its path has not"):format(rule.from, name) })
+      end
+      out[#out + 1] = group(at)
+      i = i + 1 + #name
+    else
+      out[#out + 1] = ch
+      i = i + 1
+    end
+  end
+  return concat(out)
+end
+
+-- The end of the JSON string that starts at text's byte i (a quote).
+local function string_end(text, i)
+  local j = i + 1
+  while j <= #text do
+    local c = sub(text, j, j)
+    if c == "\\" then
+      j = j + 2
+    elseif c == '"' then
+      return j
+    else
+      j = j + 1
+    end
+  end
+  return nil
+end
+
+-- The rules of a routes file: a JSON object of strings, in the file's
+-- order (a name given twice keeps its first place and its last value).
+-- Raises naming the file.
+local function load_routes(path)
+  local text, err = read_file(path)
+  if text == nil then error("cannot read the routes file " .. tostring(err), 0) end
+  local doc, derr = json_decode(text)
+  if not is_object(doc) then error(path .. ": not a JSON object" .. (derr and (": " .. derr) or ""), 0) end
+  local order, seen = {}, {}
+  local i = text:find("{", 1, true) + 1
+  while true do
+    i = text:find("[^%s]", i)
+    if i == nil or sub(text, i, i) == "}" then break end
+    if sub(text, i, i) == "," then i = i + 1 end
+    i = text:find("[^%s]", i)
+    local e = string_end(text, i)
+    local name = json_decode(sub(text, i, e))
+    if not seen[name] then
+      seen[name] = true
+      order[#order + 1] = name
+    end
+    i = text:find(":", e + 1, true) + 1
+    i = text:find("[^%s]", i)
+    if sub(text, i, i) ~= '"' then
+      error(("%s: the rule %q: its target must be a string"):format(path, name), 0)
+    end
+    i = string_end(text, i) + 1
+  end
+  local rules = {}
+  for n, name in ipairs(order) do rules[n] = compile_rule(name, doc[name], path) end
+  return rules, doc
+end
+
+-- Requests ----------------------------------------------------------------------
+
+local function no_cache(res)
+  res:header("Cache-Control", "no-cache"):header("Pragma", "no-cache"):header("Expires", "-1")
+end
+
+-- Express's res.jsonp: JSON, or with a `callback` parameter the
+-- JavaScript that calls it.
+local function send(res, query, status, value, headers)
+  res:status(status)
+  no_cache(res)
+  for _, h in ipairs(headers or {}) do res:header(h[1], h[2]) end
+  local body = json_encode(value == nil and {} or value)
+  local cb = query and first(query.callback)
+  if type(cb) == "string" and cb ~= "" then
+    cb = gsub(cb, "[^%[%]%w_$.]", "")
+    body = gsub(gsub(body, "\226\128\168", "\\u2028"), "\226\128\169", "\\u2029")
+    res:header("X-Content-Type-Options", "nosniff")
+    res:header("Content-Type", "text/javascript; charset=utf-8")
+    return res:send("/**/ typeof " .. cb .. " === 'function' && " .. cb .. "(" .. body .. ");")
+  end
+  res:header("Content-Type", "application/json; charset=utf-8")
+  return res:send(body)
+end
 
 -- The request's body as json-server's body parser reads it: JSON or a
 -- form, else an empty object. Returns nil, why for bad JSON.
 local function body_of(req)
-  local ctype = lower(req:header("content-type") or "")
+  local mime = lower(req:header("content-type") or ""):match("^%s*([^;%s]*)")
   local text = req:body() or ""
-  if find(ctype, "json", 1, true) then
+  if mime == "application/json" then
     if text:find("^%s*$") then return {} end
     local v, err = json_decode(text)
     if v == nil then return nil, "invalid JSON: " .. tostring(err) end
     if not is_object(v) then return nil, "the body must be a JSON object" end
     return v
   end
-  if find(ctype, "application/x-www-form-urlencoded", 1, true) then
+  if mime == "application/x-www-form-urlencoded" then
     return url.parse_query(text)
   end
   return {}
 end
 
-local function full_url(req)
-  return "http://" .. (req:header("host") or "") .. req.target
+-- The methods json-server's routes answer.
+local METHODS = { "GET", "POST", "PUT", "PATCH", "DELETE" }
+
+-- The resource a path segment names: the name itself, else the one name
+-- equal to it but for case (Express routes ignore case).
+local function resource_name(doc, seg)
+  if seg == nil or seg == "" or seg == "$schema" then return nil end
+  if doc[seg] ~= nil then return seg end
+  local want, found = lower(seg), nil
+  for k in pairs(doc) do
+    if k ~= "$schema" and lower(k) == want then
+      if found then return nil end
+      found = k
+    end
+  end
+  return found
+end
+
+-- json-server's getRemovable, then the removal: the items of any resource
+-- whose <singular>Id field names a resource that has no item with that
+-- id, all found first, then removed.
+local function remove_dependents(d, opts)
+  local fks, gone = opts.fks, {}
+  for _, coll in pairs(d) do
+    if is_array(coll) then
+      for _, item in ipairs(coll) do
+        if is_object(item) then
+          for k, v in pairs(item) do
+            if type(k) == "string" and #k > #fks and sub(k, -#fks) == fks then
+              local ref = d[plural(sub(k, 1, -#fks - 1))]
+              if type(ref) == "table" and (not is_array(ref) or absent(v) or find_by_id(ref, v, opts.id) == nil) then
+                gone[item] = true
+                break
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+  local removed = false
+  if next(gone) == nil then return false end
+  for _, coll in pairs(d) do
+    if is_array(coll) then
+      local i = 1
+      while i <= #coll do
+        if gone[coll[i]] then table.remove(coll, i) removed = true else i = i + 1 end
+      end
+    end
+  end
+  return removed
 end
 
 --- Adds json-server's routes for the JSON file at path to app: `GET /db`,
@@ -654,216 +992,271 @@ end
 -- A path whose first segment names no resource of the file goes to
 -- what the app serves otherwise (a mock app's stubs) unless opts.stubs is
 -- false, else gets 404 `{}`.
+-- opts (json-server's command-line options): `routes` (a routes file,
+-- or a list of {from, to} rules), `static` (a folder served first),
+-- `id` (the id field, "id"), `foreign_key_suffix` ("Id"), `read_only`
+-- (every method but GET gets 403), `delay` (milliseconds before each
+-- answer of the database).
 -- Raises when the file cannot be read or is not an object of arrays and
--- objects. Returns app.
--- @usage mock.json_db(app, "db.json")
+-- objects, or an option is wrong. Returns app.
+-- @usage mock.json_db(app, "db.json", { routes = "routes.json", static = "public" })
 function M.attach(app, path, opts)
   if type(path) ~= "string" or path == "" then error("mock.json_db: path must be a file name", 2) end
+  if opts ~= nil and type(opts) ~= "table" then error("mock.json_db: opts must be a table", 2) end
+  opts = opts or {}
   local text, err = read_file(path)
   if text == nil then error("mock.json_db: cannot read " .. tostring(err), 2) end
   local at_load, derr = decode_db(text, path)
   if derr then error("mock.json_db: " .. derr, 2) end
   if core.track_file then core.track_file(path) end
 
+  local function option(name, kind, default)
+    local v = opts[name]
+    if v == nil then return default end
+    if type(v) ~= kind or v == "" then error(("mock.json_db: opts.%s must be a %s"):format(name, kind), 3) end
+    return v
+  end
+  local cfg = { id = option("id", "string", "id"), fks = option("foreign_key_suffix", "string", "Id"),
+                read_only = option("read_only", "boolean", false), delay = option("delay", "number", 0),
+                static = option("static", "string", nil) }
+  if cfg.delay < 0 or cfg.delay ~= cfg.delay then error("mock.json_db: opts.delay must be at least 0", 2) end
+  if cfg.static and core.dir_list(cfg.static) == nil then
+    error("mock.json_db: the static folder " .. cfg.static .. " is not a directory", 2)
+  end
+  local rules, rules_doc
+  if type(opts.routes) == "string" then
+    local ok, r, d = pcall(load_routes, opts.routes)
+    if not ok then error("mock.json_db: " .. tostring(r), 2) end
+    rules, rules_doc = r, d
+    if core.track_file then core.track_file(opts.routes) end
+  elseif type(opts.routes) == "table" then
+    rules, rules_doc = {}, {}
+    for i, rule in ipairs(opts.routes) do
+      if type(rule) ~= "table" or type(rule[1]) ~= "string" or type(rule[2]) ~= "string" then
+        error("mock.json_db: opts.routes[" .. i .. "] must be a {from, to} pair of strings", 2)
+      end
+      rules[i] = compile_rule(rule[1], rule[2], "opts.routes")
+      rules_doc[rule[1]] = rule[2]
+    end
+  elseif opts.routes ~= nil then
+    error("mock.json_db: opts.routes must be a file name or a list of {from, to} rules", 2)
+  end
+
   -- The app's store: its Redis store when the mock's state is shared.
   state = app.mock_store or core.mock_state
   local key = "jsondb:" .. (state.remote and path:match("[^/]*$") or path)
+  -- check_file: the first request after this load looks whether the file
+  -- was edited by hand (its change reloaded the app, which runs this
+  -- again), under the lock (Db:sync_file).
   local db = setmetatable({ path = path, k_data = key .. ":data", k_version = key .. ":version",
                             k_lock = key .. ":lock", k_file = key .. ":file",
-                            token = tostring(random(1, 2 ^ 30)) }, Db)
-  -- The file was edited by hand since the store last read or wrote it
-  -- (its change reloaded the app, which runs this again): the store takes
-  -- the file's document. Checked under the write lock, on the file as it
-  -- is then: a writer of another worker may have written it since it was
-  -- read above, and its newer document must not be taken back. When a
-  -- writer holds the lock, its own rename reloads the app again, and the
-  -- check runs then.
-  if not state.remote and state:get(db.k_version) ~= nil and state:add(db.k_lock, db.token, LOCK_TTL) then
-    local now_text = read_file(path)
-    local now_doc = now_text and decode_db(now_text, path)
-    if now_doc and state:get(db.k_file) ~= digest(now_text) and state:set(db.k_data, json_encode(now_doc)) then
-      state:set(db.k_file, digest(now_text))
-      state:incr(db.k_version, 1, 0)
-      core.log("info", "mock: " .. path .. " changed on disk: reloaded")
-    end
-    db:unlock()
-  end
-  local fallback = app.serve_stubs and not (opts and opts.stubs == false) and function(req, res) return app:serve_stubs(req, res) end
-
-  -- Runs fn(doc, req, res) with the current document, or answers why not.
-  local function reading(fn)
-    return function(req, res)
-      local ok, doc, why = pcall(db.read, db)
-      if not ok then
-        -- Redis out of reach (--mock-store): a path that names none of the
-        -- file's resources still goes to the stubs.
-        if fallback and state.remote and at_load[req.params.name or ""] == nil then return fallback(req, res) end
-        error(doc, 0)
-      end
-      if doc == nil then return send(res, 500, { error = tostring(why) }) end
-      local name = req.params.name
-      if name ~= nil and doc[name] == nil then
-        if fallback then return fallback(req, res) end
-        return not_found(res)
-      end
-      local ok, e = pcall(fn, doc, req, res)
-      if not ok then
-        if type(e) == "table" and e.status then return send(res, e.status, { error = e.message }) end
-        error(e, 0)
-      end
-    end
-  end
+                            token = tostring(random(1, 2 ^ 30)), check_file = not state.remote }, Db)
+  local fallback = app.serve_stubs and opts.stubs ~= false and function(req, res) return app:serve_stubs(req, res) end
+  local idk = cfg.id
 
   -- Answers a write: change(doc, body) returns changed, status, value.
-  local function writing(req, res, change, headers)
+  local function writing(req, res, query, change, headers, body_extra)
     local body, why = body_of(req)
-    if body == nil then return send(res, 400, { error = why }) end
+    if body == nil then return send(res, nil, 400, { error = why }) end
+    for k, v in pairs(body_extra or {}) do body[k] = v end
     local status, value, fail = db:write(function(doc) return change(doc, body) end)
-    if status == nil then return send(res, value, { error = tostring(fail) }) end
-    return send(res, status, value, headers)
+    if status == nil then return send(res, nil, value, { error = tostring(fail) }) end
+    return send(res, query, status, value, headers)
   end
 
-  local function location(req, res, tail)
-    res:header("Access-Control-Expose-Headers", "Location")
-    res:header("Location", full_url(req):gsub("%?.*$", "") .. (tail or ""))
-  end
-
-  app:get("/db", function(req, res)
-    local doc, why = db:read()
-    if doc == nil then return send(res, 500, { error = tostring(why) }) end
-    return send(res, 200, doc)
-  end)
-
-  -- /{name}
-  app:get("/:name", reading(function(doc, req, res)
-    local r = doc[req.params.name]
-    if is_object(r) then return send(res, 200, r) end
-    local items, headers = list(doc, req.params.name, url.parse_query(req.query_string), full_url(req))
-    return send(res, 200, items, headers)
-  end))
-  app:post("/:name", reading(function(doc, req, res)
-    local name = req.params.name
-    if is_object(doc[name]) then
-      location(req, res)
-      return writing(req, res, function(d, body) d[name] = body return true, 201, body end)
-    end
-    return writing(req, res, function(d, body)
-      local items = d[name]
-      if not truthy(body.id) then body.id = create_id(items) end
-      if find_by_id(items, body.id) then
-        error({ status = 500, message = "Error: Insert failed, duplicate id" })
+  -- json-server's router on the (rewritten) path.
+  local function route(req, res, method, path_, query, full_url)
+    local read_ok, doc, why = pcall(db.read, db)
+    if not read_ok then
+      -- Redis out of reach (--mock-store): a path that names none of the
+      -- file's resources still goes to the stubs.
+      if fallback and state.remote and resource_name(at_load, path_:match("^/([^/]+)")) == nil then
+        return fallback(req, res)
       end
-      items[#items + 1] = body
-      location(req, res, "/" .. js_string(body.id))
-      return true, 201, body
-    end)
-  end))
-  for _, method in ipairs({ "put", "patch" }) do
-    app[method](app, "/:name", reading(function(doc, req, res)
-      local name = req.params.name
-      if not is_object(doc[name]) then return not_found(res) end
-      return writing(req, res, function(d, body)
-        if method == "put" then
-          d[name] = body
-        else
-          for k, v in pairs(body) do d[name][k] = v end
-        end
-        return true, 200, d[name]
-      end)
-    end))
-  end
-  app:delete("/:name", reading(function(_, _, res) return not_found(res) end))
+      error(doc, 0)
+    end
+    if doc == nil then return send(res, nil, 500, { error = tostring(why) }) end
+    if method == "POST" then
+      local override = req:header("x-http-method-override")
+      if override and override ~= "" then
+        local m = override:upper()
+        for _, known in ipairs(METHODS) do if m == known then method = m end end
+      end
+    end
+    if method == "HEAD" then method = "GET" end
+    -- Express's paths: a route matches with one trailing slash or none,
+    -- ignoring case; a resource's router is mounted at /{name}, whose
+    -- match takes one slash after the name with it.
+    if method == "GET" and lower(path_):find("^/db/?$") then
+      return send(res, query, 200, doc)
+    end
+    -- The delay a request asks for (`_delay`, in ms), as json-server's
+    -- routers take it.
+    local d = parse_float(query._delay)
+    query._delay = nil
+    if d and d > 0 then moonport.sleep(d) end
 
-  -- /{name}/{id}
-  app:get("/:name/:id", reading(function(doc, req, res)
-    local items = doc[req.params.name]
-    if not is_array(items) then return not_found(res) end
-    local item = find_by_id(items, req.params.id)
-    if item == nil then return not_found(res) end
-    local query = url.parse_query(req.query_string)
-    return send(res, 200, embed_expand(doc, req.params.name, item, query._embed, query._expand))
-  end))
-  for _, method in ipairs({ "put", "patch" }) do
-    app[method](app, "/:name/:id", reading(function(doc, req, res)
-      local name, id = req.params.name, req.params.id
-      if not is_array(doc[name]) then return not_found(res) end
-      return writing(req, res, function(d, body)
-        local item = find_by_id(d[name], id)
+    local first_seg, rest = path_:match("^/([^/]+)(.*)$")
+    local own = resource_name(doc, first_seg) ~= nil
+    local extra
+    local parent, parent_id, child = path_:match("^/([^/]+)/([^/]+)/([^/]+)/?$")
+    if parent and (method == "GET" or method == "POST") then
+      -- /{parent}/{id}/{child}: the child resource, its <parent>Id
+      -- being id (a filter, or a field of the new item).
+      local fk = singular(url.decode(parent)) .. cfg.fks
+      if method == "GET" then query[fk] = url.decode(parent_id) else extra = { [fk] = url.decode(parent_id) } end
+      first_seg, rest = url.decode(child), ""
+    end
+    local name = resource_name(doc, first_seg)
+    if name == nil then
+      if fallback and not own then return fallback(req, res) end
+      return send(res, query, 404, {})
+    end
+    if sub(rest, 1, 2) == "//" then rest = sub(rest, 2) end
+    local segs
+    if rest == "" or rest == "/" then
+      segs = { name }
+    else
+      local id = rest:match("^/([^/]+)/?$")
+      if id == nil then return send(res, query, 404, {}) end
+      segs = { name, url.decode(id) }
+    end
+    local value = doc[name]
+
+    local function location(tail)
+      return { { "Access-Control-Expose-Headers", "Location" }, { "Location", full_url .. (tail or "") } }
+    end
+
+    if is_object(value) then
+      if #segs ~= 1 then return send(res, query, 404, {}) end
+      if method == "GET" then return send(res, query, 200, value) end
+      if method == "POST" then
+        return writing(req, res, query, function(dd, body) dd[name] = body return true, 201, body end,
+                       location(), extra)
+      end
+      if method == "PUT" or method == "PATCH" then
+        return writing(req, res, query, function(dd, body)
+          if method == "PUT" then
+            dd[name] = body
+          else
+            for k, v in pairs(body) do dd[name][k] = v end
+          end
+          return true, 200, dd[name]
+        end)
+      end
+      return send(res, query, 404, {})
+    end
+
+    if #segs == 1 then
+      if method == "GET" then
+        local items, headers = list(doc, name, query, full_url, cfg)
+        return send(res, query, 200, items, headers)
+      end
+      if method == "POST" then
+        local headers = {}
+        return writing(req, res, query, function(dd, body)
+          local items = dd[name]
+          if not truthy(body[idk]) then body[idk] = create_id(items, idk) end
+          if find_by_id(items, body[idk], idk) then
+            error({ status = 500, message = "Error: Insert failed, duplicate id" })
+          end
+          items[#items + 1] = body
+          for _, h in ipairs(location("/" .. js_string(body[idk]))) do headers[#headers + 1] = h end
+          return true, 201, body
+        end, headers, extra)
+      end
+      return send(res, query, 404, {})
+    end
+    if #segs ~= 2 then return send(res, query, 404, {}) end
+    local id = segs[2]
+    if method == "GET" then
+      local item = find_by_id(value, id, idk)
+      if item == nil then return send(res, query, 404, {}) end
+      return send(res, query, 200, embed_expand(doc, name, item, query._embed, query._expand, cfg))
+    end
+    if method == "PUT" or method == "PATCH" then
+      return writing(req, res, query, function(dd, body)
+        local item = find_by_id(dd[name], id, idk)
         if item == nil then return false, 404, {} end
-        local keep = item.id
-        if method == "put" then
+        local keep = item[idk]
+        if method == "PUT" then
           for k in pairs(item) do item[k] = nil end
         end
         for k, v in pairs(body) do item[k] = v end
-        item.id = keep
+        item[idk] = keep
         return true, 200, item
       end)
-    end))
+    end
+    if method == "DELETE" then
+      return writing(req, res, query, function(dd)
+        local _, at = find_by_id(dd[name], id, idk)
+        if at ~= nil then table.remove(dd[name], at) end
+        -- As json-server, the dependents go whether or not the item was there.
+        local removed = remove_dependents(dd, cfg)
+        if at == nil then return removed, 404, {} end
+        return true, 200, {}
+      end)
+    end
+    return send(res, query, 404, {})
   end
-  app:delete("/:name/:id", reading(function(doc, req, res)
-    local name, id = req.params.name, req.params.id
-    if not is_array(doc[name]) then return not_found(res) end
-    return writing(req, res, function(d)
-      local _, at = find_by_id(d[name], id)
-      if at == nil then return false, 404, {} end
-      table.remove(d[name], at)
-      -- json-server's getRemovable: items whose <name>Id names an item of
-      -- <names> that is no longer there go too.
-      for _, coll in pairs(d) do
-        if is_array(coll) then
-          local i = 1
-          while i <= #coll do
-            local item, gone = coll[i], false
-            if is_object(item) then
-              for k, v in pairs(item) do
-                if type(k) == "string" and #k > #FOREIGN_KEY and k:sub(-#FOREIGN_KEY) == FOREIGN_KEY then
-                  local ref = d[plural(k:sub(1, -#FOREIGN_KEY - 1))]
-                  if ref ~= nil and (not is_array(ref) or find_by_id(ref, v) == nil) then gone = true break end
-                end
-              end
-            end
-            if gone then table.remove(coll, i) else i = i + 1 end
-          end
+
+  -- The steps of json-server's Express app, in its order.
+  local function handle(req, res)
+    local method = req.method
+    if cfg.static and (method == "GET" or method == "HEAD") then
+      local sent, why = res:send_file(req.path, { root = cfg.static, index = true,
+                                                  cache_control = "public, max-age=0" })
+      if sent or why == "closed" then return end
+    end
+    if cfg.read_only and method ~= "GET" then
+      res:status(403)
+      no_cache(res)
+      res:header("Content-Type", "text/plain; charset=utf-8")
+      return res:send("Forbidden")
+    end
+    local target, query = req.target, url.parse_query(req.query_string)
+    if rules then
+      local path_ = lower(target:match("^[^?#]*"))
+      if method == "GET" and (path_ == "/__rules" or path_ == "/__rules/") then
+        res:status(200)
+        no_cache(res)
+        res:header("Content-Type", "application/json; charset=utf-8")
+        return res:send(json_encode(rules_doc))
+      end
+      for _, rule in ipairs(rules) do
+        local ok, new = pcall(rewrite_url, rule, target)
+        if not ok then return send(res, nil, 500, { error = type(new) == "table" and new.message or tostring(new) }) end
+        if new then
+          target = new
+          local q = find(new, "?", 2, true)
+          if q then query = url.parse_query((sub(new, q + 1):gsub("#.*$", ""))) end
         end
       end
-      return true, 200, {}
-    end)
-  end))
-  app:post("/:name/:id", reading(function(_, _, res) return not_found(res) end))
-
-  -- /{name}/{id}/{child}: the children whose <name>Id is id.
-  local function nested(fn)
-    return reading(function(doc, req, res)
-      local child = req.params.child
-      if doc[child] == nil then return not_found(res) end
-      return fn(doc, req, res, child, singular(req.params.name) .. FOREIGN_KEY)
-    end)
+    end
+    if cfg.delay > 0 then moonport.sleep(cfg.delay) end
+    local full_url = "http://" .. (req:header("host") or "") .. target
+    local ok, e = pcall(route, req, res, method, target:match("^[^?#]*"), query, full_url)
+    if not ok then
+      if type(e) == "table" and e.status then return send(res, nil, e.status, { error = e.message }) end
+      error(e, 0)
+    end
   end
-  app:get("/:name/:id/:child", nested(function(doc, req, res, child, key)
-    if is_object(doc[child]) then return send(res, 200, doc[child]) end
-    local query = url.parse_query(req.query_string)
-    query[key] = req.params.id
-    local items, headers = list(doc, child, query, full_url(req))
-    return send(res, 200, items, headers)
-  end))
-  app:post("/:name/:id/:child", nested(function(doc, req, res, child, key)
-    local items = doc[child]
-    return writing(req, res, function(d, body)
-      body[key] = req.params.id
-      if is_object(items) then d[child] = body return true, 201, body end
-      if not truthy(body.id) then body.id = create_id(d[child]) end
-      if find_by_id(d[child], body.id) then
-        error({ status = 500, message = "Error: Insert failed, duplicate id" })
-      end
-      d[child][#d[child] + 1] = body
-      location(req, res, "/" .. js_string(body.id))
-      return true, 201, body
-    end)
-  end))
+
+  -- Catch-alls: every path comes here but those the app's own routes
+  -- (literal segments) take; "/" too where a static folder or the rules
+  -- may answer it.
+  local patterns = { "/:name", "/:name/*rest" }
+  if cfg.static or rules then insert(patterns, 1, "/") end
+  for _, method in ipairs(METHODS) do
+    for _, pattern in ipairs(patterns) do app:route(method, pattern, handle) end
+  end
   return app
 end
 
 -- Test hooks for the pure parts.
 M._js_string, M._singular, M._plural, M._create_id = js_string, singular, plural, create_id
+M._path_source, M._rewrite = path_source, function(from, to, subject)
+  return rewrite_url(compile_rule(from, to, "test"), subject)
+end
 
 return M

@@ -8,8 +8,18 @@ local settings = core.mock_settings()
 local app = mock.app()
 if settings.dir then app:load_dir(settings.dir) end
 -- --json-db: json-server's routes over the file (paths of no resource go
--- to the stubs of --mock, else get json-server's 404 {}).
-if settings.json_db then mock.json_db(app, settings.json_db, { stubs = settings.dir ~= nil }) end
+-- to the stubs of --mock, else get json-server's 404 {}), with
+-- json-server's options; as json-server, ./public is the static folder
+-- when --static names none and there is one.
+if settings.json_db then
+  local static = settings.json_static
+  if static == nil and core.dir_list("public") ~= nil then static = "public" end
+  mock.json_db(app, settings.json_db, {
+    stubs = settings.dir ~= nil, routes = settings.json_routes, static = static,
+    id = settings.json_id, foreign_key_suffix = settings.json_fks,
+    read_only = settings.json_read_only, delay = settings.json_delay,
+  })
+end
 -- --proxy-all: below every stub, whatever none matched goes to the API.
 if settings.proxy_all then
   app:stub_wiremock({ priority = 2147483647, request = { method = "ANY", urlPattern = ".*" },

@@ -20,5 +20,11 @@ int mp_mock_settings(mp_mock_config *out) {
   out->record_mappings = cfg->record_mappings;
   out->json_db = cfg->json_db;
   out->store = cfg->mock_store;
+  out->json_routes = cfg->json_routes;
+  out->json_static = cfg->json_static;
+  out->json_id = cfg->json_id;
+  out->json_fks = cfg->json_fks;
+  out->json_read_only = cfg->json_read_only;
+  out->json_delay_ms = (int)cfg->json_delay_ms;
   return 0;
 }
