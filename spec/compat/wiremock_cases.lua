@@ -14,7 +14,11 @@
 --             too; compare_headers: more header names to compare;
 --             body_compare = false: the body is not compared (for an
 --             admin call that is a step, not what the case checks);
---             fault = true: a fault, compared by how the exchange ends
+--             fault = true: a fault, compared by how the exchange ends;
+--             poll: function(decoded JSON body) -> true once the answer is
+--             the one to compare (sent again until then, up to poll_s
+--             seconds, 10: for what happens after an answer, a webhook);
+--             own_host = true: Host names the server, with its port
 --   differs   a deliberate difference, its reason (listed in README.md),
 --             with differ_in: the aspects that differ ("status", "body",
 --             "header:Name")
@@ -1103,7 +1107,7 @@ matcher("header: includes", { urlPath = "/hin", headers = { ["X-V"] = { includes
 
 -- Cases of further features, a file each (spec/compat/wiremock_cases_<topic>.lua),
 -- each returning function(add, h) where h holds the helpers above.
-local topics = {}
+local topics = { "webhooks" }
 local h = { get = get, req = req, matcher = matcher, cases = cases, null = cjson_null }
 for _, topic in ipairs(topics) do require("spec.compat.wiremock_cases_" .. topic)(add, h) end
 

@@ -194,8 +194,20 @@ local function fault_kind(err)
   return "no response"
 end
 
-local function send(port, r)
+local function decode(text)
+  local ok, v = pcall(json_decode, text)
+  if ok then return v end
+end
+
+local function send_once(port, r)
   local t0 = helpers.now()
+  if r.own_host then
+    -- Host names the server itself, port included (what a webhook's
+    -- {{originalRequest.baseUrl}} calls back).
+    local headers = { Host = "127.0.0.1:" .. port }
+    for k, v in pairs(r.headers or {}) do headers[k] = v end
+    r = setmetatable({ headers = headers }, { __index = r })
+  end
   if r.fault then
     local ok, err = pcall(helpers.request, port, r.method or "GET", r.path, r.headers, r.body)
     return { fault = ok and "an answer" or fault_kind(err), error = not ok and tostring(err) or nil }
@@ -205,10 +217,22 @@ local function send(port, r)
   return resp
 end
 
-local function decode(text)
-  local ok, v = pcall(json_decode, text)
-  if ok then return v end
+-- A request with `poll` (what happens after an answer: a webhook) is sent
+-- again until poll(decoded JSON body) is true, up to `poll_s` seconds
+-- (10), to each server on its own; the last answer is compared, and one
+-- that never came fails the case.
+local function send(port, r)
+  if r.poll == nil then return send_once(port, r) end
+  local last
+  local done = helpers.eventually(function()
+    last = send_once(port, r)
+    local v = decode(last.body or "")
+    return v ~= nil and r.poll(v)
+  end, r.poll_s or 10)
+  last.poll_failed = not done
+  return last
 end
+
 
 -- Whether WireMock answered a request no stub matched (no stub id).
 local function unmatched(r, wm)
@@ -372,6 +396,10 @@ describe("moonport's mock beside WireMock", function()
         local what = ("request %d (%s %s)"):format(ri, r.method or "GET", r.path)
         if r.fault then
           assert.is_not.equal("an answer", wm.fault, what .. ": WireMock answered a fault")
+        end
+        for si, resp in ipairs({ wm, mp }) do
+          assert.is_falsy(resp.poll_failed, ("%s: %s never gave the answer polled for: %s"):format(
+            what, si == 1 and "WireMock" or "moonport", helpers.shorten(resp.body or "", 400)))
         end
         if r.status then
           assert.equal(r.status, wm.status, what .. ": WireMock's status is not the one the case "

@@ -36,6 +36,7 @@ local model = require("moonport.mock.model")
 local match = require("moonport.mock.match")
 local template = require("moonport.mock.template")
 local record = require("moonport.mock.record")
+local webhook = require("moonport.mock.webhook")
 local header_fields = require("moonport.core.request").header_fields
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
@@ -176,6 +177,8 @@ local function prepare(self, stub, seq)
   local ok
   ok, err = check_response(stub)
   if not ok then return nil, err end
+  stub.webhooks, err = webhook.compile(stub)
+  if stub.webhooks == nil then return nil, err end
   stub.compiled = compiled
   stub.seq = seq
   return stub
@@ -478,6 +481,24 @@ local function log_request(self, req, facts, stub, status, proxied)
   if n > size then
     journal_store:delete(KEY_ENTRY .. (n - size))
     state:set(KEY_JOURNAL_FIRST, n - size + 1)
+  end
+  return n
+end
+
+-- A function(events) that adds sub-events (a webhook's) to journal entry
+-- n, if it is still kept; nil when there is no entry.
+local function sub_event_adder(n)
+  if n == nil then return nil end
+  return function(events)
+    local text = journal_store:get(KEY_ENTRY .. n)
+    local e = text and json_decode(text)
+    if type(e) ~= "table" then return end
+    local list = e.subEvents or json.array({})
+    for _, ev in ipairs(events) do list[#list + 1] = ev end
+    e.subEvents = list
+    if not journal_store:set(KEY_ENTRY .. n, json_encode(e)) then
+      log("warn", "mock: a webhook's record does not fit in the journal (--journal-memory)")
+    end
   end
 end
 
@@ -938,11 +959,19 @@ local function serve(self, req, res)
     end
   end
   local r = stub.response
+  local n
   -- A proxied exchange is journaled when it is over (proxy).
   if self.settings.journal_size > 0 and not (type(r) == "table" and r.proxy_base_url ~= nil and r.fault == nil) then
-    log_request(self, req, facts, stub, type(r) == "table" and (tonumber(r.status) or 200) or 200)
+    n = log_request(self, req, facts, stub, type(r) == "table" and (tonumber(r.status) or 200) or 200)
   end
-  return respond(self, stub, req, res, facts)
+  local hooks = stub.webhooks
+  if not hooks then return respond(self, stub, req, res, facts) end
+  -- Webhooks go once the answer has: their templates see the request as
+  -- plain data, taken now, while it is there.
+  local ctx = template_ctx(req, facts,
+    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"))
+  respond(self, stub, req, res, facts)
+  webhook.fire(hooks, ctx, sub_event_adder(n))
 end
 
 -- The admin API's guard ---------------------------------------------------
