@@ -456,6 +456,7 @@ typedef struct mp_mock_config {
   const char *proxy_all;   /* --proxy-all URL, or NULL */
   int record_mappings;     /* --record-mappings */
   const char *json_db;     /* --json-db FILE, or NULL */
+  int wiremock_404;        /* --wiremock-404 */
 } mp_mock_config;
 
 /* Fills *out from the command line. Returns 0. */

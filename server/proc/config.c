@@ -169,6 +169,9 @@ static const option options[] = {
      "serve FILE as json-server 0.17 does (a REST API over its arrays and "
      "objects, written back on every change); with --mock, next to its "
      "stubs; instead of an APP"},
+    {"--wiremock-404", OPT_SET, NULL, FLAG(wiremock_404), NULL, 0, 0, NULL,
+     "the mock answers a request no stub matched with WireMock's 404 page "
+     "(its diff of the closest stub) instead of moonport's report"},
     {"--record-mappings", OPT_SET, NULL, FLAG(record_mappings), NULL, 0, 0,
      NULL,
      "with --proxy-all: write what the API answers to DIR/mappings and "

@@ -19,6 +19,8 @@
 --             the one to compare (sent again until then, up to poll_s
 --             seconds, 10: for what happens after an answer, a webhook);
 --             own_host = true: Host names the server, with its port
+--   wiremock_404  run against `moonport --mock --wiremock-404`: the 404
+--             page of an unmatched request is compared byte for byte
 --   differs   a deliberate difference, its reason (listed in README.md),
 --             with differ_in: the aspects that differ ("status", "body",
 --             "header:Name")
@@ -1107,7 +1109,7 @@ matcher("header: includes", { urlPath = "/hin", headers = { ["X-V"] = { includes
 
 -- Cases of further features, a file each (spec/compat/wiremock_cases_<topic>.lua),
 -- each returning function(add, h) where h holds the helpers above.
-local topics = { "webhooks" }
+local topics = { "webhooks", "not_matched" }
 local h = { get = get, req = req, matcher = matcher, cases = cases, null = cjson_null }
 for _, topic in ipairs(topics) do require("spec.compat.wiremock_cases_" .. topic)(add, h) end
 

@@ -37,6 +37,7 @@ local match = require("moonport.mock.match")
 local template = require("moonport.mock.template")
 local record = require("moonport.mock.record")
 local webhook = require("moonport.mock.webhook")
+local diff = require("moonport.mock.diff")
 local header_fields = require("moonport.core.request").header_fields
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
@@ -364,9 +365,9 @@ local function find_for(self, facts)
   return match.find(current(self), facts, scenario_ok, on_match_error)
 end
 
--- 404 for a request no stub matched: the closest stubs, ranked by how far
--- the request is from each (match.near), and what differed.
-local function unmatched_report(self, facts)
+-- The stubs ranked by how far the request is from each (match.near),
+-- closest first, each {stub, why, d}.
+local function closest(self, facts)
   local _, all = current(self)
   local scored = {}
   for _, stub in ipairs(all) do
@@ -381,6 +382,12 @@ local function unmatched_report(self, facts)
     if a.d ~= b.d then return a.d < b.d end
     return match.before(a.stub, b.stub)
   end)
+  return scored
+end
+
+-- 404 for a request no stub matched: the closest stubs, and what differed.
+local function unmatched_report(self, facts)
+  local scored = closest(self, facts)
   local lines = { ("No stub matched %s %s"):format(facts.method, facts.url) }
   if #scored == 0 then
     lines[#lines + 1] = "There are no stubs."
@@ -392,6 +399,17 @@ local function unmatched_report(self, facts)
     end
   end
   return concat(lines, "\n") .. "\n"
+end
+
+-- WireMock's 404 page instead (--wiremock-404): its diff of the closest
+-- stub (moonport.mock.diff), as wide as X-WireMock-Console-Width asks.
+local function wiremock_report(self, req, facts)
+  local scored = closest(self, facts)
+  if #scored == 0 then return diff.NO_STUBS end
+  local stub = scored[1].stub
+  local width = tonumber(req:header("x-wiremock-console-width"))
+  if width and (width < 20 or width > 1000 or width % 1 ~= 0) then width = nil end
+  return diff.render(stub, facts, stub.scenario_name and scenario_state(stub.scenario_name), width)
 end
 
 -- Journal ---------------------------------------------------------------------
@@ -950,6 +968,7 @@ local function serve(self, req, res)
   if stub == nil then
     if self.settings.journal_size > 0 then log_request(self, req, facts, nil, 404) end
     res:status(404):header("Content-Type", "text/plain; charset=utf-8")
+    if self.wiremock_404 then return res:send(wiremock_report(self, req, facts)) end
     return res:send(unmatched_report(self, facts))
   end
   if stub.scenario_name and stub.new_scenario_state then
@@ -1902,12 +1921,16 @@ end
 --- A new mock app: stubs (`app:stub`, `app:stub_wiremock`), WireMock's
 -- admin API under /__admin, a request journal, and CORS unless --no-cors.
 -- Ordinary routes (`app:get`, ...) work beside the stubs and take
--- precedence over them.
--- @usage local app = require("moonport.mock").app()
-function mock.app()
+-- precedence over them. `opts.wiremock_404 = true` answers a request no
+-- stub matched with WireMock's 404 page (as --wiremock-404 does) instead
+-- of moonport's report.
+-- @usage local app = require("moonport.mock").app{ wiremock_404 = true }
+function mock.app(opts)
+  if opts ~= nil and type(opts) ~= "table" then error("mock.app: opts must be a table", 2) end
   local self = moonport.app()
   setmetatable(self, MockApp)
   self.settings = core.mock_settings()
+  self.wiremock_404 = self.settings.wiremock_404 or (opts ~= nil and opts.wiremock_404 == true)
   self.admin_hosts = admin_hosts(self.settings)
   self.script_stubs = {}
   self.stub_files = {} -- id -> file under mappings/, for persistent ones
