@@ -31,7 +31,8 @@ T.global = {
   { what = "Unmatched requests",
     reason = "both answer 404, each with its own report in the body: WireMock's diff "
       .. "table, moonport's `No stub matched ...` with the three closest stubs "
-      .. "(see [Matching](#matching))." },
+      .. "(see [Matching](#matching)); with `--wiremock-404` moonport's is WireMock's page, "
+      .. "compared byte for byte (see [WireMock's 404 page](#wiremocks-404-page))." },
   { what = "Content-Type when the mapping gives none",
     reason = "WireMock sends none; moonport's core labels every body: `text/plain; "
       .. "charset=utf-8`, or `application/json` for a `jsonBody` or a `.json` body file." },
