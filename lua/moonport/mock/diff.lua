@@ -18,7 +18,9 @@
 
 local json = require("moonport.json")
 local jsonpath = require("moonport.mock.jsonpath")
-local match = require("moonport.mock.match")
+-- moonport.mock.match needs the server's core: loaded when a page is
+-- rendered, so that the layout functions load (and are tested) without it.
+local match
 local model = require("moonport.mock.model")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
@@ -163,6 +165,10 @@ local function pretty_json(v)
   pretty(node, 0, out)
   return concat(out)
 end
+--- JSON text (keys in its order) or a decoded value (keys in name order)
+-- as Jackson's default pretty printer writes it; nil for text that is not
+-- JSON.
+-- @usage diff.pretty_json('{"a":[1,2]}') --> '{\n  "a" : [ 1, 2 ]\n}'
 diff.pretty_json = pretty_json
 
 -- Layout -------------------------------------------------------------------
@@ -232,6 +238,11 @@ local function wrap(s, width)
   while n > 0 do text, n = gsub(text, "\n[ \t]*\r?\n", "\n") end
   return sub(text, 2)
 end
+
+--- WireMock's wrapping of a column's text at width (what its 404 page
+-- does to each side).
+-- @usage diff.wrap("abc\nabcd", 3) --> "abc\nabc\nd"
+diff.wrap = wrap
 
 local function rpad(s, n)
   if #s >= n then return s end
@@ -505,6 +516,7 @@ end
 -- width the page's (default 119, as WireMock's).
 -- @usage res:send(diff.render(stub, facts, "Started"))
 function diff.render(stub, facts, scenario_state, width)
+  match = match or require("moonport.mock.match")
   local r = stub.request or {}
   local w = writer(width or 119)
   w.header()
