@@ -219,34 +219,40 @@ local function send(hook, ctx, record)
   local http = require("moonport.http")
   local ok, url = pcall(template.render, hook.url, ctx)
   local events = {}
-  local function fail(msg)
+  local function fail(fmt, ...)
+    local msg = fmt:format(...)
     log("warn", "mock: " .. msg)
     events[#events + 1] = { type = "ERROR", data = { message = msg } }
     if record then record(events) end
   end
-  if not ok then return fail(("Failed to render webhook %s: %s"):format(hook.method, tostring(url))) end
+  local method = hook.method
+  if not ok then return fail("Failed to render webhook %s: %s", method, tostring(url)) end
   local headers, shown = {}, {}
   for _, h in ipairs(hook.headers) do
-    local values = {}
+    local name, values = h[1], {}
     for i, t in ipairs(h[2]) do
       local rok, v = pcall(template.render, t, ctx)
-      if not rok then return fail(("Failed to render webhook %s %s: header %s: %s"):format(hook.method, url, h[1], tostring(v))) end
-      if v:find("[%z\r\n]") then return fail(("Failed to fire webhook %s %s: header %s: CR, LF or NUL in its value"):format(hook.method, url, h[1])) end
+      if not rok then
+        return fail("Failed to render webhook %s %s: header %s: %s", method, url, name, tostring(v))
+      end
+      if v:find("[%z\r\n]") then
+        return fail("Failed to fire webhook %s %s: header %s: CR, LF or NUL in its value", method, url, name)
+      end
       values[i] = v
     end
-    headers[h[1]] = #values == 1 and values[1] or values
-    shown[h[1]] = #values == 1 and values[1] or table.concat(values, ", ")
+    headers[name] = #values == 1 and values[1] or values
+    shown[name] = #values == 1 and values[1] or table.concat(values, ", ")
   end
   local body = hook.bytes
   if hook.body then
     local rok, v = pcall(template.render, hook.body, ctx, { json = hook.json })
-    if not rok then return fail(("Failed to render webhook %s %s: body: %s"):format(hook.method, url, tostring(v))) end
+    if not rok then return fail("Failed to render webhook %s %s: body: %s", method, url, tostring(v)) end
     body = v
   end
   events[1] = request_event(hook.method, url, shown, body)
   local got, err = http.request({ method = hook.method, url = url, headers = headers, body = body,
                                   timeout = TIMEOUT_MS })
-  if not got then return fail(("Failed to fire webhook %s %s: %s"):format(hook.method, url, tostring(err))) end
+  if not got then return fail("Failed to fire webhook %s %s: %s", method, url, tostring(err)) end
   log("info", ("mock: webhook %s %s: %d"):format(hook.method, url, got.status))
   local response = { status = got.status, headers = {} }
   for _, field in ipairs(got.headers:list()) do
