@@ -36,6 +36,7 @@ typedef struct mp_config {
   const char *admin_hosts; /* --admin-host: more Host names for /__admin */
   const char *proxy_all;  /* --proxy-all URL: unmatched mock requests go there */
   const char *json_db;    /* --json-db FILE: serve it as json-server does */
+  const char *mock_store; /* --mock-store URL: the mock's state in Redis */
   bool wiremock_404;      /* --wiremock-404: WireMock's page for unmatched requests */
   const char *access_log_format; /* --access-log-format: its name */
   bool request_id;        /* --request-id: every request gets an id */

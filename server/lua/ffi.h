@@ -61,6 +61,9 @@ enum {
   MP_DIGEST_MAX = 64
 };
 
+/* What mp_xpath_eval found: nodes, a number, or a string or boolean. */
+enum { MP_XPATH_NODES = 0, MP_XPATH_NUMBER = 1, MP_XPATH_TEXT = 2 };
+
 /* mp_base64_encode's and mp_base64_decode's flags. */
 enum { MP_BASE64_NO_PADDING = 1, MP_BASE64_URL = 2 };
 
@@ -94,7 +97,8 @@ enum { MP_BASE64_NO_PADDING = 1, MP_BASE64_URL = 2 };
   XX(MP_DIGEST_MAX) XX(MP_BASE64_NO_PADDING) XX(MP_BASE64_URL)              \
   XX(MP_HTTPC_MORE) XX(MP_HTTPC_HEAD) XX(MP_HTTPC_BODY) XX(MP_HTTPC_DONE)   \
   XX(MP_HTTPC_ERROR) XX(MP_HTTPC_MAX_FIELDS)                                \
-  XX(MP_FILE_INDEX) XX(MP_FILE_DOTFILES) XX(MP_FILE_PRECOMPRESSED)
+  XX(MP_FILE_INDEX) XX(MP_FILE_DOTFILES) XX(MP_FILE_PRECOMPRESSED)         \
+  XX(MP_XPATH_NODES) XX(MP_XPATH_NUMBER) XX(MP_XPATH_TEXT)
 
 /* Every return code of errors.h and every MP_FFI_CONSTANTS entry with its
  * value, as one C enum declaration ("enum { MP_AGAIN = -30001, ... };")
@@ -456,6 +460,7 @@ typedef struct mp_mock_config {
   const char *proxy_all;   /* --proxy-all URL, or NULL */
   int record_mappings;     /* --record-mappings */
   const char *json_db;     /* --json-db FILE, or NULL */
+  const char *store;       /* --mock-store URL, or NULL */
   int wiremock_404;        /* --wiremock-404 */
 } mp_mock_config;
 
@@ -626,5 +631,33 @@ int mp_httpc_gunzip(const char *in, size_t len, char *out, size_t cap,
  * with plus_space non-zero '+' becomes ' '. Returns the decoded length,
  * or MP_INVALID when len is over INT_MAX. */
 int mp_url_unescape(const char *src, size_t len, int plus_space, char *dst);
+
+/* ---- XML documents and XPath for the mock (ffi/xml.c) ---- */
+
+/* Parses len bytes of text as an XML document (libxml2; nothing fetched,
+ * no external entity read). Returns the document, to be freed with
+ * mp_xml_free, or NULL with a message in err (errlen bytes). */
+void *mp_xml_parse(const char *text, size_t len, char *err, size_t errlen);
+void mp_xml_free(void *doc);
+/* The document in the normalized form ffi/xml.c describes (what
+ * WireMock's equalToXml compares: no comments, no white space between
+ * elements, text trimmed, names as "{uri}local", attributes sorted), in
+ * the scratch buffer. Returns its length, or MP_NOMEM. */
+int mp_xml_canonical(void *doc, const char **out);
+/* Compiles an XPath 1.0 expression; NULL with a message in err when it
+ * is not one. Free it with mp_xpath_free. */
+void *mp_xpath_compile(const char *expr, size_t len, char *err,
+                       size_t errlen);
+void mp_xpath_free(void *xp);
+/* Evaluates xp on doc, its prefixes bound by ns (nslen bytes of
+ * "prefix\0uri\0" pairs). *kind: MP_XPATH_NODES, with the text of each
+ * node it selects, followed by a NUL (an element written out as XML, an
+ * attribute or a text node its text); MP_XPATH_NUMBER, with the number
+ * ("%.17g"); MP_XPATH_TEXT, with a string or "true" or "false"; all in
+ * the scratch buffer (*out, *len). Returns how many values; MP_INVALID
+ * when the evaluation failed (an unbound prefix, a bad function call),
+ * MP_NOMEM. */
+int mp_xpath_eval(void *doc, void *xp, const char *ns, size_t nslen,
+                  int *kind, const char **out, size_t *len);
 
 #endif

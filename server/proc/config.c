@@ -169,6 +169,12 @@ static const option options[] = {
      "serve FILE as json-server 0.17 does (a REST API over its arrays and "
      "objects, written back on every change); with --mock, next to its "
      "stubs; instead of an APP"},
+    {"--mock-store", OPT_TEXT, "URL", TEXT(mock_store), NULL, 0, 0,
+     "a redis:// or unix: URL",
+     "keep the mock's admin-added mappings, scenario states, journal and "
+     "--json-db data in Redis (redis://[:PASSWORD@]HOST:PORT[/DB] or "
+     "unix:/PATH, and ?db=N&prefix=P&timeout=MS), so that instances "
+     "sharing it act as one mock"},
     {"--wiremock-404", OPT_SET, NULL, FLAG(wiremock_404), NULL, 0, 0, NULL,
      "the mock answers a request no stub matched with WireMock's 404 page "
      "(its diff of the closest stub) instead of moonport's report"},

@@ -1110,7 +1110,7 @@ matcher("header: includes", { urlPath = "/hin", headers = { ["X-V"] = { includes
 
 -- Cases of further features, a file each (spec/compat/wiremock_cases_<topic>.lua),
 -- each returning function(add, h) where h holds the helpers above.
-local topics = { "webhooks", "not_matched" }
+local topics = { "templates", "matchers", "webhooks", "not_matched" }
 local h = { get = get, req = req, matcher = matcher, cases = cases, null = cjson_null }
 for _, topic in ipairs(topics) do require("spec.compat.wiremock_cases_" .. topic)(add, h) end
 

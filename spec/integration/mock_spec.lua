@@ -764,10 +764,13 @@ describe("mock responses it cannot serve", function()
     local server = support.start("spec/fixtures/mock.lua")
     local cases = {
       { { proxyBaseUrl = "ftp://example.com" }, "proxyBaseUrl ftp://example.com: not an http or https URL" },
-      { { body = "{{#if request.method}}yes{{/if}}", transformers = { "response-template" } }, "block helpers" },
-      { { body = "{{math 1 '+' 2}}", transformers = { "response-template" } }, "'math' is not a helper" },
-      { { headers = { ["X-Y"] = "{{dateFormat request.headers.date 'yyyy'}}" },
-          transformers = { "response-template" } }, "'dateFormat' is not a helper" },
+      { { body = "{{#lookup request.method}}yes{{/lookup}}", transformers = { "response-template" } },
+        "'#lookup' is not a block" },
+      { { body = "{{#if request.method}}yes", transformers = { "response-template" } }, "never closed" },
+      { { body = "{{truncateDate (now) 'first day of month'}}", transformers = { "response-template" } },
+        "'truncateDate' is not a helper" },
+      { { headers = { ["X-Y"] = "{{now timezone='Europe/Paris'}}" },
+          transformers = { "response-template" } }, "time zone 'Europe/Paris'" },
     }
     for _, case in ipairs(cases) do
       local status, doc, raw = json(server.port, "POST", "/__admin/mappings",
@@ -795,18 +798,18 @@ describe("mock responses it cannot serve", function()
     support.defer(function() helpers.remove_dir(dir) end)
     local server = support.start(dir, nil, { mock = true })
     local f = assert(io.open(dir .. "/mappings/a.json", "w"))
-    f:write('{"request":{"url":"/a"},"response":{"body":"{{#each request.query}}x{{/each}}",'
+    f:write('{"request":{"url":"/a"},"response":{"body":"{{#each request.query}}x{{/if}}",'
       .. '"transformers":["response-template"]}}')
     f:close()
     assert.truthy(helpers.eventually(function()
-      return server:stderr():find("reload %(files changed%) failed: .-mappings/a%.json: body: template: .-block helpers")
+      return server:stderr():find("reload %(files changed%) failed: .-mappings/a%.json: body: template: .-never closed")
     end), server:stderr())
     assert.equal("a", body_of(server.port, "GET", "/a"))
   end)
 
   it("answer 500 with the reason when a body file's template does not render, never the raw template", function()
     local dir = mock_root({
-      ["__files/t.txt"] = "Hello {{#if request.method}}you{{/if}}",
+      ["__files/t.txt"] = "Hello {{#if request.method}}you{{/unless}}",
       ["mappings/t.json"] = '{"request":{"url":"/t"},"response":{"bodyFileName":"t.txt",'
         .. '"transformers":["response-template"]}}',
     })
@@ -814,7 +817,7 @@ describe("mock responses it cannot serve", function()
     local server = support.start(dir, nil, { mock = true })
     local b, status = body_of(server.port, "GET", "/t")
     assert.equal(500, status)
-    assert.truthy(b:find("^response template failed: body: .*block helpers"), b)
+    assert.truthy(b:find("^response template failed: body: .*never closed"), b)
     assert.is_nil(b:find("Hello", 1, true))
   end)
 

@@ -124,19 +124,27 @@ describe("template", function()
     end)
 
     it("refuses what it does not implement, naming it, instead of rendering it wrong", function()
-      for _, tpl in ipairs({ "{{#if request.method}}in{{/if}}", "{{/if}}", "{{^x}}",
-                             "{{> partial}}", "{{#each request.query}}x{{/each}}" }) do
+      for tpl, what in pairs({
+        ["{{#if request.method}}in"] = "'#if' is never closed",
+        ["{{#if request.method}}in{{/each}}"] = "'#if' is never closed",
+        ["{{/if}}"] = "closes no block",
+        ["{{else}}"] = "{{else}} outside a block",
+        ["{{^x}}"] = "inverted sections and partials",
+        ["{{> partial}}"] = "inverted sections and partials",
+        ["{{#lookup request.query}}x{{/lookup}}"] = "'#lookup' is not a block",
+        ["{{#if request.path}}1{{else}}2{{else}}3{{/if}}"] = "a second {{else}}",
+        ["{{#if request.method}}1{{else nope x}}2{{/if}}"] = "'else nope' is not a condition",
+        ["{{nope}}"] = "'nope' is not a helper",
+        ["{{truncateDate (now) 'x'}}"] = "'truncateDate' is not a helper",
+        ["{{upper (nope 1)}}"] = "'nope' is not a helper",
+        ["{{reqest.path}}"] = "'reqest.path' is not a helper or value",
+        ["{{now timezone='Europe/Paris'}}"] = "time zone 'Europe/Paris'",
+        ["{{upper (request.path)}}"] = "does not start with a helper's name",
+        ["{{upper (trim 'x'}}"] = "is never closed",
+      }) do
         local compiled, err = template.compile(tpl)
         assert.is_nil(compiled, tpl)
-        assert.truthy(err:find("block helpers", 1, true), err)
-      end
-      for tpl, name in pairs({ ["{{else}}"] = "else", ["{{nope}}"] = "nope",
-                               ["{{math 1 '+' 2}}"] = "math",
-                               ["{{dateFormat request.headers.date 'yyyy'}}"] = "dateFormat",
-                               ["{{parameters.x}}"] = "parameters.x" }) do
-        local compiled, err = template.compile(tpl)
-        assert.is_nil(compiled, tpl)
-        assert.truthy(err:find("'" .. name .. "' is not a helper", 1, true), err)
+        assert.truthy(err:find(what, 1, true), tpl .. ": " .. err)
       end
       assert.truthy(select(2, template.compile("{{request.url 'x'}}")):find("takes no arguments", 1, true))
     end)
@@ -310,6 +318,85 @@ describe("template", function()
 
     it("renders nothing for an unknown type", function()
       assert.equal("[]", template.render("[{{randomValue length=4 type='NOPE'}}]", {}))
+    end)
+  end)
+
+  describe("blocks", function()
+    it("chooses if, else if and else branches by Handlebars truth", function()
+      local t = "{{#if request.query.nope}}A{{else if (eq request.method 'POST')}}B{{else}}C{{/if}}"
+      assert.equal("B", render(t))
+      assert.equal("b b b a", render("{{#if ''}}a{{else}}b{{/if}} {{#if 0}}a{{else}}b{{/if}} "
+        .. "{{#if (array)}}a{{else}}b{{/if}} {{#if 'false'}}a{{else}}b{{/if}}"))
+      assert.equal("none", render("{{#unless request.query.nope}}none{{/unless}}"))
+    end)
+
+    it("iterates lists and objects with this, @index, @key, @first and @last", function()
+      assert.equal("[1 0 first ][2 1  last]",
+        render("{{#each request.query.x}}[{{this}} {{@index}} {{@first}} {{@last}}]{{/each}}"))
+      assert.equal("dog:3,cat:5", render(
+        "{{#each (jsonPath request.body '$.pets')}}{{type}}:{{this.age}}{{#unless @last}},{{/unless}}{{/each}}"))
+      assert.equal("age=42;", render("{{#each (jsonPath request.body '$')}}"
+        .. "{{#if (eq @key 'age')}}{{@key}}={{this}};{{/if}}{{/each}}"))
+      assert.equal("a0b0a1b1", render("{{#each (array 1 2)}}{{#each (array 'a' 'b')}}{{this}}{{@../index}}{{/each}}{{/each}}"))
+      assert.equal("empty", render("{{#each request.query.nope}}x{{else}}empty{{/each}}"))
+    end)
+
+    it("compares as Java's equals: a query parameter is a list, 1 is not '1'", function()
+      assert.equal("diff same d", render("{{#eq request.query.y 'z'}}same{{else}}diff{{/eq}} "
+        .. "{{#eq request.query.y.[0] 'z'}}same{{else}}diff{{/eq}} {{#eq 1 '1'}}s{{else}}d{{/eq}}"))
+      assert.equal("true false true true", render("{{gt 2 1}} {{lt 'b' 'a'}} {{and 1 'x'}} {{or 0 (not false)}}"))
+    end)
+
+    it("renders contains' body when true and nothing, not its else, when false", function()
+      assert.equal("has|", render("{{#contains 'abcd' 'bc'}}has{{/contains}}|{{#contains 'abcd' 'z'}}has{{else}}no{{/contains}}"))
+      assert.equal("true", render("{{contains request.query.x '2'}}"))
+    end)
+
+    it("changes the context with with, and assigns variables", function()
+      assert.equal("POST /users/7/orders", render("{{#with request}}{{method}} {{path}}{{/with}}"))
+      assert.equal("[hi POST]", render("{{#assign 'v'}}hi {{request.method}}{{/assign}}[{{v}}]"))
+      assert.equal("x", render("{{val request.query.nope default='x' assign='w'}}{{w}}"))
+    end)
+
+    it("escapes values inside JSON strings within blocks too", function()
+      assert.equal('["say \\"hi\\" \\\\ back\\nslash\\t\\u0001"]', render(
+        '[{{#if request.method}}"{{request.headers.x-quote}}"{{/if}}]', { json = true }))
+    end)
+  end)
+
+  describe("helpers", function()
+    it("does math as Java's BigDecimal", function()
+      assert.equal("3 4 3 3.0 0.3 14 1", render("{{math 1 '+' 2}} {{math 7 '/' 2}} {{math 10 '/' 4}} "
+        .. "{{math 1.5 '+' 1.5}} {{math 0.1 '+' 0.2}} {{math 7 'x' 2}} {{math 7 '%' 3}}"))
+      assert.equal("[ERROR: ^ is not a valid mathematical operator]", render("{{math 2 '^' 3}}"))
+    end)
+
+    it("builds and joins lists", function()
+      assert.equal("[1, b, 3] [1, 2, 3] a,b 2 3", render("{{array 1 'b' 3}} {{range 1 3}} "
+        .. "{{join (array 'a' 'b') ','}} {{size request.query.x}} {{size 'abc'}}"))
+    end)
+
+    it("parses, moves and formats dates", function()
+      assert.equal("2024-01-02T03:04:05+02:00 2024/01/03 1704164645", render(
+        "{{parseDate '2024-01-02T03:04:05+02:00'}} {{date (parseDate '2024-01-02T03:04:05Z') "
+        .. "offset='1 days' format='yyyy/MM/dd'}} {{date (parseDate '2024-01-02T03:04:05Z') format='unix'}}"))
+      assert.equal("Thu, 29 Feb 2024 06:34 PM +0530", template.render(
+        "{{now format='EEE, dd MMM yyyy hh:mm a Z' timezone='+05:30'}}", {}, { now = T }))
+      assert.equal("2024-02-29T00:00:00Z", render("{{parseDate '29/02/2024' format='dd/MM/yyyy'}}"))
+    end)
+
+    it("renders toJson as Jackson's pretty printer, without null fields", function()
+      assert.equal('{\n  "a" : [ 1, 2 ]\n}', render("{{toJson (jsonPath '{\"a\":[1,2],\"b\":null}' '$')}}"))
+    end)
+
+    it("reads forms and regular expression groups into variables", function()
+      local ctx = context()
+      ctx.request.body = "a=1&b=x&b=y%20z"
+      assert.equal("1 x y z", template.render("{{formData request.body 'f' urlDecode=true}}{{f.a}} {{f.b}} {{f.b.1}}", ctx))
+    end)
+
+    it("renders transformer parameters", function()
+      assert.equal("px 5", template.render("{{parameters.x}} {{parameters.n}}", { parameters = { x = "px", n = 5 } }))
     end)
   end)
 

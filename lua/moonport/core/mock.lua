@@ -14,6 +14,7 @@ typedef struct mp_mock_config {
   const char *proxy_all;
   int record_mappings;
   const char *json_db;
+  const char *store;
   int wiremock_404;
 } mp_mock_config;
 int mp_mock_settings(mp_mock_config *out);
@@ -34,7 +35,7 @@ end
 -- cors = true unless --no-cors, admin_cors = --admin-cors,
 -- journal_size = --journal-size, proxy_all = --proxy-all or nil,
 -- record_mappings = --record-mappings, json_db = --json-db or nil,
--- wiremock_404 = --wiremock-404 }.
+-- store = --mock-store or nil, wiremock_404 = --wiremock-404 }.
 -- @usage local settings = core.mock_settings()
 function mock.settings()
   local cfg = ffi.new("mp_mock_config")
@@ -44,7 +45,7 @@ function mock.settings()
            admin_cors = cfg.admin_cors ~= 0, journal_size = cfg.journal_size,
            proxy_all = opt_string(cfg.proxy_all),
            record_mappings = cfg.record_mappings ~= 0,
-           json_db = opt_string(cfg.json_db),
+           json_db = opt_string(cfg.json_db), store = opt_string(cfg.store),
            wiremock_404 = cfg.wiremock_404 ~= 0 }
 end
 

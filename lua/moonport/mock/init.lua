@@ -17,6 +17,8 @@
 -- (core.mock_journal), which drops its oldest entries when full: neither
 -- can push out the other, nor what scripts keep in moonport.shared. Every
 -- worker sees both, and rebuilds its index when the version there moves.
+-- With --mock-store (or mock.app{store = URL}) both are in Redis instead
+-- (moonport.mock.store), shared by every instance that names it.
 --
 -- Every file the mock reads for a response is confined to the root's
 -- __files directory (core.confine): after templating, percent-decoding and
@@ -38,7 +40,9 @@ local template = require("moonport.mock.template")
 local record = require("moonport.mock.record")
 local webhook = require("moonport.mock.webhook")
 local diff = require("moonport.mock.diff")
+local store = require("moonport.mock.store")
 local header_fields = require("moonport.core.request").header_fields
+local runner = require("moonport.core.runner")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local error, pcall, setmetatable = error, pcall, setmetatable
@@ -46,6 +50,9 @@ local concat, sort, floor = table.concat, table.sort, math.floor
 local find, byte, char, gsub, lower = string.find, string.byte, string.char, string.gsub, string.lower
 local state = core.mock_state
 local journal_store = core.mock_journal
+-- The Redis store when the mock's state is shared across instances
+-- (--mock-store), else nil; then state and journal_store are its.
+local remote
 local log = core.log
 local sleep = moonport.sleep
 
@@ -190,9 +197,13 @@ end
 -- set of ids.
 local function admin_state()
   local added, removed = {}, {}
-  for _, key in ipairs(state:keys(0)) do
+  local keys = state:keys(0)
+  -- Redis: every mapping in one round trip.
+  local values = remote and remote:get_many(keys)
+  for i, key in ipairs(keys) do
     if starts_with(key, KEY_MAPPING) then
-      local text = state:get(key)
+      local text
+      if values then text = values[i] else text = state:get(key) end
       local seq, doc = (text or ""):match("^(%d+)\n(.*)$")
       local mapping = doc and json_decode(doc, MAPPING)
       if type(mapping) == "table" then
@@ -360,8 +371,12 @@ local function on_match_error(stub, err)
   log("warn", ("mock: stub %s passed over: %s"):format(describe_stub(stub), err))
 end
 
--- Finds the stub for facts: the best by priority, then the newest.
+local remote_find
+
+-- Finds the stub for facts: the best by priority, then the newest. With
+-- a shared store, also moves the stub's scenario (remote_find).
 local function find_for(self, facts)
+  if remote then return remote_find(self, facts) end
   return match.find(current(self), facts, scenario_ok, on_match_error)
 end
 
@@ -480,6 +495,7 @@ end
 local function log_request(self, req, facts, stub, status, proxied)
   local size = self.settings.journal_size
   local entry = journal_entry(req, facts, stub, status, proxied)
+  if remote then return remote:append(json_encode(entry), size) end
   -- The journal's sequence number makes the id: unique for the server's
   -- life, and cheaper than a random UUID.
   local n = state:incr(KEY_SEQ)
@@ -503,20 +519,27 @@ local function log_request(self, req, facts, stub, status, proxied)
   return n
 end
 
--- A function(events) that adds sub-events (a webhook's) to journal entry
--- n, if it is still kept; nil when there is no entry.
+-- Adds sub-events (a webhook's) to journal entry n, if it is still kept.
+local function add_sub_events(n, events)
+  local text = journal_store:get(KEY_ENTRY .. n)
+  local e = text and json_decode(text)
+  if type(e) ~= "table" then return end
+  local list = e.subEvents or json.array({})
+  for _, ev in ipairs(events) do list[#list + 1] = ev end
+  e.subEvents = list
+  if not journal_store:set(KEY_ENTRY .. n, json_encode(e)) then
+    log("warn", "mock: a webhook's record does not fit in the journal (--journal-memory)")
+  end
+end
+
+-- A function(events) that adds sub-events to journal entry n; nil when
+-- there is no entry. A store that fails (Redis gone) costs the record
+-- only, logged.
 local function sub_event_adder(n)
   if n == nil then return nil end
   return function(events)
-    local text = journal_store:get(KEY_ENTRY .. n)
-    local e = text and json_decode(text)
-    if type(e) ~= "table" then return end
-    local list = e.subEvents or json.array({})
-    for _, ev in ipairs(events) do list[#list + 1] = ev end
-    e.subEvents = list
-    if not journal_store:set(KEY_ENTRY .. n, json_encode(e)) then
-      log("warn", "mock: a webhook's record does not fit in the journal (--journal-memory)")
-    end
+    local ok, err = pcall(add_sub_events, n, events)
+    if not ok then log("warn", "mock: a webhook's record was not kept: " .. tostring(err)) end
   end
 end
 
@@ -525,6 +548,7 @@ local find_stub
 -- Calls fn(entry) for every journal entry kept, newest first (oldest
 -- first with oldest_first), as stored; stops when fn returns false.
 local function each_entry(fn, oldest_first)
+  if remote then return remote:each_entry(fn, oldest_first, json_decode) end
   local last = state:get(KEY_SEQ) or 0
   local first = state:get(KEY_JOURNAL_FIRST) or 1
   local from, to, step = last, first, -1
@@ -655,8 +679,9 @@ function MockApp:send_file(res, name, content_type)
   return res:send(msg .. "\n")
 end
 
--- What templates see of a request.
-local function template_ctx(req, facts, base_url)
+-- What templates see of a request, and the response's
+-- transformerParameters (templates' `parameters`).
+local function template_ctx(req, facts, base_url, parameters)
   local segments = {}
   for seg in facts.path:gmatch("[^/]+") do segments[#segments + 1] = seg end
   local query = {}
@@ -665,7 +690,8 @@ local function template_ctx(req, facts, base_url)
     url = facts.url, path = facts.path, path_segments = segments,
     path_params = facts.path_params or {}, query = query, headers = req:headers(),
     body = facts.body(), method = facts.method, base_url = base_url,
-  } }
+    req = req,
+  }, parameters = parameters }
 end
 
 -- Renders a template, or raises {template = message} when it does not
@@ -767,7 +793,8 @@ local function respond_with(self, stub, r, req, res, facts)
   -- request.baseUrl: the scheme and authority the client used, as WireMock
   -- has it (the Host field; the address listened on without one).
   local ctx = templated(stub, r) and template_ctx(req, facts,
-    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"))
+    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"),
+    r.transformer_parameters)
   local json = r.json_body ~= nil
   local headers, has_type = {}, false
   for name, value in pairs(r.headers or {}) do
@@ -971,7 +998,7 @@ local function serve(self, req, res)
     if self.wiremock_404 then return res:send(wiremock_report(self, req, facts)) end
     return res:send(unmatched_report(self, facts))
   end
-  if stub.scenario_name and stub.new_scenario_state then
+  if stub.scenario_name and stub.new_scenario_state and not remote then
     if not state:set(KEY_SCENARIO .. stub.scenario_name, stub.new_scenario_state) then
       log("warn", ("mock: scenario %s cannot move to %s: the mock's state store is full "
         .. "(--mock-state-size)"):format(stub.scenario_name, stub.new_scenario_state))
@@ -1051,11 +1078,15 @@ local function admin_refusal(self, req)
   end
 end
 
+local remote_guard
+
 -- Every handler of a mock app goes through here. A stub or route gets CORS
 -- (unless --no-cors); /__admin (admin, or a path under it) gets its guard,
--- and CORS only with --admin-cors.
+-- and CORS only with --admin-cors. With --mock-store, remote_guard comes
+-- first.
 local function wrap(self, handler, admin)
   local settings = self.settings
+  if remote then handler = remote_guard(handler, admin) end
   return function(req, res)
     if admin or is_admin_path(req.path) then
       local why = admin_refusal(self, req)
@@ -1916,14 +1947,120 @@ local function admin_routes(self)
   journal_and_file_routes(self, admin, matching)
 end
 
+-- Mock state across instances (--mock-store) -------------------------------
+
+-- What the Redis store calls the mock's keys.
+local STORE_KEYS = {
+  version = KEY_VERSION, scenario = KEY_SCENARIO, journal_seq = KEY_SEQ,
+  journal_first = KEY_JOURNAL_FIRST, entry = KEY_ENTRY,
+  entry_id = "6a6f7572-6e61-4c00-8000-", -- log_request's ids, less the number
+}
+-- How often one request matches again after other requests (of any
+-- instance) moved the scenario of the stub it matched.
+local ADVANCE_TRIES = 32
+
+-- find_for with the state in Redis: the version and the scenario states
+-- in one round trip (the admin mappings are read again only when the
+-- version moved), matching without yielding on that snapshot, then the
+-- stub's scenario moved atomically from the state it was matched in; a
+-- request that lost that race to another matches again. Redis out of
+-- reach: the stubs this worker last loaded (the script's and the files'
+-- alone if it never reached Redis), the scenario states last read, no
+-- move (store.advance logs it).
+function remote_find(self, facts)
+  for _ = 1, ADVANCE_TRIES do
+    remote:refresh()
+    local ok, index = pcall(current, self)
+    if not ok then
+      if not store.unavailable(index) then error(index, 0) end
+      if self.index == nil then
+        remote:without_network(function() current(self) end)
+        self.version = -1 -- what refresh gives until Redis answers
+      end
+      index = self.index
+    end
+    local stub = match.find(index, facts, scenario_ok, on_match_error)
+    if stub == nil or stub.scenario_name == nil or stub.new_scenario_state == nil then return stub end
+    if remote:advance(stub.scenario_name, stub.required_scenario_state, stub.new_scenario_state) ~= false then
+      return stub
+    end
+  end
+  log("warn", ("mock: %s %s: its scenario kept moving under %d tries; answered as unmatched")
+    :format(facts.method, facts.url, ADVANCE_TRIES))
+  return nil
+end
+
+local function store_unavailable(res, err)
+  log("warn", "mock: " .. tostring(err))
+  res:status(503):header("Retry-After", "1")
+  send_json(res, 503, { errors = { { code = 10, title = "Mock store unavailable", detail = tostring(err) } } })
+end
+
+-- Keeps store.Unavailable as it is, and gives other errors their
+-- traceback, as the runner would.
+local function guard_error(e)
+  if store.unavailable(e) then return e end
+  local trace = runner.on_error(e)
+  if trace == runner.EXIT then return trace end
+  return runner.traced(trace)
+end
+
+local function guarded(res, ok, ...)
+  if ok then return ... end
+  local err = ...
+  if not store.unavailable(err) then error(err, 0) end
+  if res:started() then
+    log("warn", "mock: " .. tostring(err) .. " (the response had begun: cut short)")
+    pcall(res.finish, res)
+    return
+  end
+  return store_unavailable(res, err)
+end
+
+-- Every handler of a mock app with the state in Redis: an admin call reads
+-- the version and scenario states first, and answers 503 when Redis cannot
+-- be reached, as any handler does when a store call fails (json-db).
+function remote_guard(handler, admin)
+  return function(req, res)
+    if admin then
+      local ok, err = remote:refresh()
+      if not ok then return store_unavailable(res, err) end
+    end
+    return guarded(res, xpcall(handler, guard_error, req, res))
+  end
+end
+
+-- Chooses the app's stores: Redis for opts.store or --mock-store, else
+-- the in-process ones. One choice for the process: the last app made sets
+-- it.
+local function use_store(self, opts)
+  local url = opts and opts.store
+  if url == nil then url = self.settings.store end
+  if url == nil then
+    remote, state, journal_store = nil, core.mock_state, core.mock_journal
+    return
+  end
+  local st, jr = store.new(url, STORE_KEYS)
+  if st == nil then error(("mock.app: mock store %s: %s"):format(tostring(url), jr), 3) end
+  remote, state, journal_store = st, st, jr
+  self.mock_store = st
+end
+
 -- Apps ----------------------------------------------------------------------
 
 --- A new mock app: stubs (`app:stub`, `app:stub_wiremock`), WireMock's
 -- admin API under /__admin, a request journal, and CORS unless --no-cors.
 -- Ordinary routes (`app:get`, ...) work beside the stubs and take
--- precedence over them. `opts.wiremock_404 = true` answers a request no
--- stub matched with WireMock's 404 page (as --wiremock-404 does) instead
--- of moonport's report.
+-- precedence over them. opts.store: a Redis URL
+-- (`redis://[:PASSWORD@]HOST:PORT[/DB]`, `unix:/PATH`) that keeps the
+-- admin mappings, scenarios, journal and json-db data, shared with other
+-- instances (as --mock-store, which it overrides); a URL it cannot use
+-- raises.
+-- `opts.wiremock_404 = true` answers a request no stub matched with
+-- WireMock's 404 page (as --wiremock-404 does) instead of moonport's
+-- report.
+-- @usage local app = require("moonport.mock").app()
+-- @usage local app = mock.app{ store = "redis://127.0.0.1:6379/0" }
 -- @usage local app = require("moonport.mock").app{ wiremock_404 = true }
 function mock.app(opts)
   if opts ~= nil and type(opts) ~= "table" then error("mock.app: opts must be a table", 2) end
@@ -1931,6 +2068,7 @@ function mock.app(opts)
   setmetatable(self, MockApp)
   self.settings = core.mock_settings()
   self.wiremock_404 = self.settings.wiremock_404 or (opts ~= nil and opts.wiremock_404 == true)
+  use_store(self, opts)
   self.admin_hosts = admin_hosts(self.settings)
   self.script_stubs = {}
   self.stub_files = {} -- id -> file under mappings/, for persistent ones
@@ -1941,8 +2079,10 @@ function mock.app(opts)
   self.record_defaults = record.spec({})
   -- The counters exist from the start, so that moving them never needs
   -- room the state store might not have.
-  for _, key in ipairs({ KEY_VERSION, KEY_MAPPING_SEQ, KEY_SEQ }) do state:add(key, 0) end
-  state:add(KEY_JOURNAL_FIRST, 1)
+  if not remote then
+    for _, key in ipairs({ KEY_VERSION, KEY_MAPPING_SEQ, KEY_SEQ }) do state:add(key, 0) end
+    state:add(KEY_JOURNAL_FIRST, 1)
+  end
   admin_routes(self)
   local function handler(req, res) return serve(self, req, res) end
   for _, m in ipairs(METHODS) do self:route(m, "/*path", handler) end

@@ -26,6 +26,15 @@
 -- that. The file is read once, by the first request that finds no document
 -- in the store; edits to it by hand are not seen while the server runs.
 --
+-- With the mock's state in Redis (--mock-store, moonport.mock.store) the
+-- document, its version and the lock are Redis keys named after the
+-- file's name (not its directory), so that instances each reading their
+-- own copy of db.json share one document. Redis owns it: a file seeds it
+-- only when Redis has none, every write (under the lock, which Redis
+-- holds for all instances) goes to Redis and then to the writing
+-- instance's own file; a hand edit of a file is not taken while Redis
+-- holds a document.
+--
 -- @module moonport.mock.json_db
 
 local moonport = require("moonport")
@@ -652,30 +661,45 @@ function M.attach(app, path, opts)
   if type(path) ~= "string" or path == "" then error("mock.json_db: path must be a file name", 2) end
   local text, err = read_file(path)
   if text == nil then error("mock.json_db: cannot read " .. tostring(err), 2) end
-  local _, derr = decode_db(text, path)
+  local at_load, derr = decode_db(text, path)
   if derr then error("mock.json_db: " .. derr, 2) end
   if core.track_file then core.track_file(path) end
 
-  local key = "jsondb:" .. path
+  -- The app's store: its Redis store when the mock's state is shared.
+  state = app.mock_store or core.mock_state
+  local key = "jsondb:" .. (state.remote and path:match("[^/]*$") or path)
   local db = setmetatable({ path = path, k_data = key .. ":data", k_version = key .. ":version",
                             k_lock = key .. ":lock", k_file = key .. ":file",
                             token = tostring(random(1, 2 ^ 30)) }, Db)
   -- The file was edited by hand since the store last read or wrote it
   -- (its change reloaded the app, which runs this again): the store takes
-  -- the file's document.
-  if state:get(db.k_version) ~= nil and state:get(db.k_file) ~= digest(text) then
-    if state:set(db.k_data, json_encode(decode_db(text, path))) then
-      state:set(db.k_file, digest(text))
+  -- the file's document. Checked under the write lock, on the file as it
+  -- is then: a writer of another worker may have written it since it was
+  -- read above, and its newer document must not be taken back. When a
+  -- writer holds the lock, its own rename reloads the app again, and the
+  -- check runs then.
+  if not state.remote and state:get(db.k_version) ~= nil and state:add(db.k_lock, db.token, LOCK_TTL) then
+    local now_text = read_file(path)
+    local now_doc = now_text and decode_db(now_text, path)
+    if now_doc and state:get(db.k_file) ~= digest(now_text) and state:set(db.k_data, json_encode(now_doc)) then
+      state:set(db.k_file, digest(now_text))
       state:incr(db.k_version, 1, 0)
       core.log("info", "mock: " .. path .. " changed on disk: reloaded")
     end
+    db:unlock()
   end
   local fallback = app.serve_stubs and not (opts and opts.stubs == false) and function(req, res) return app:serve_stubs(req, res) end
 
   -- Runs fn(doc, req, res) with the current document, or answers why not.
   local function reading(fn)
     return function(req, res)
-      local doc, why = db:read()
+      local ok, doc, why = pcall(db.read, db)
+      if not ok then
+        -- Redis out of reach (--mock-store): a path that names none of the
+        -- file's resources still goes to the stubs.
+        if fallback and state.remote and at_load[req.params.name or ""] == nil then return fallback(req, res) end
+        error(doc, 0)
+      end
       if doc == nil then return send(res, 500, { error = tostring(why) }) end
       local name = req.params.name
       if name ~= nil and doc[name] == nil then

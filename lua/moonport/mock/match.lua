@@ -27,6 +27,8 @@ local core = require("moonport.core")
 local json = require("moonport.json")
 local jsonpath = require("moonport.mock.jsonpath")
 local model = require("moonport.mock.model")
+local dates = require("moonport.mock.dates")
+local jsonschema = require("moonport.mock.jsonschema")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local find, lower, sub, gsub, char = string.find, string.lower, string.sub, string.gsub, string.char
@@ -82,6 +84,44 @@ local function regex_distance(re, subject)
 end
 
 -- String matchers ---------------------------------------------------------
+
+-- matchesJsonSchema: the value as JSON (text that is not JSON, and a
+-- scalar the schema refuses, as a JSON string of its text, as WireMock
+-- reads them) against a schema, given as an object or as JSON text.
+local function schema_matcher(m, what)
+  local schema = m.matches_json_schema
+  if type(schema) == "string" then
+    local v, err = json.decode(schema)
+    if v == nil then return nil, what .. ": matchesJsonSchema: the schema is not JSON: " .. tostring(err) end
+    schema = v
+  elseif type(schema) == "table" then
+    -- A mapping's literal numbers, as plain numbers.
+    local ok, text = pcall(json.encode, schema)
+    if not ok then return nil, what .. ": matchesJsonSchema: " .. tostring(text) end
+    schema = json.decode(text)
+  end
+  local version = m.schema_version ~= nil and tostring(m.schema_version) or nil
+  local validate, err = jsonschema.compile(schema, version)
+  if not validate then return nil, what .. ": matchesJsonSchema: " .. err end
+  local size = jsonschema.size(schema)
+  local function check(v)
+    if v == nil then return false, nil, "absent" end
+    local doc = json.decode(v)
+    if doc == nil then return validate(v) end
+    local ok, at, why = validate(doc)
+    if not ok and type(doc) ~= "string" and type(doc) ~= "table" then return validate(v) end
+    return ok, at, why
+  end
+  return {
+    test = function(v) return (check(v)) end,
+    explain = function(v)
+      local _, at, why = check(v)
+      if v == nil then return what .. " is absent", 1 end
+      return ("%s does not match the JSON schema: %s%s"):format(what, why or "",
+        at and at ~= "" and " at " .. at or ""), size > 0 and math.min(1 / size, 1) or 1
+    end,
+  }
+end
 
 -- Compiles a matcher table into { test = function(v) -> ok[, err],
 -- explain = function(v) -> why, distance }: v is a string, or nil when
@@ -184,7 +224,14 @@ local function string_matcher(m, what, absent_unlike)
       end,
     }
   end
-  return nil, what .. ": no matcher I know (equalTo, contains, matches, doesNotMatch, absent, not, and, or)"
+  if dates.is_matcher(m) then return dates.matcher(m, what) end
+  if m.equal_to_xml ~= nil then return require("moonport.mock.xmlmatch").equal_to_xml(m, what) end
+  if m.matches_x_path ~= nil then
+    return require("moonport.mock.xmlmatch").matches_xpath(m, what, string_matcher)
+  end
+  if m.matches_json_schema ~= nil then return schema_matcher(m, what) end
+  return nil, what .. ": no matcher I know (equalTo, contains, matches, doesNotMatch, absent, "
+    .. "not, and, or, before, after, equalToDateTime, equalToXml, matchesXPath, matchesJsonSchema)"
 end
 match.string_matcher = string_matcher
 

@@ -45,7 +45,9 @@ local RESPONSE = { headers = "opaque", json_body = "opaque",
                    remove_proxy_request_headers = "opaque" }
 local MATCHER = { equal_to_json = "opaque", matches_json_path = "matcher",
                   ["and"] = "matcher_list", ["or"] = "matcher_list", ["not"] = "matcher",
-                  has_exactly = "matcher_list", includes = "matcher_list" }
+                  has_exactly = "matcher_list", includes = "matcher_list",
+                  matches_x_path = "matcher", x_path_namespaces = "opaque",
+                  matches_json_schema = "opaque" }
 -- Webhooks' parameters are WireMock's as given (header names are the
 -- user's), and listed as given.
 local TOP = { request = REQUEST, response = RESPONSE, metadata = "opaque",

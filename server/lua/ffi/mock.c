@@ -19,6 +19,7 @@ int mp_mock_settings(mp_mock_config *out) {
   out->proxy_all = cfg->proxy_all;
   out->record_mappings = cfg->record_mappings;
   out->json_db = cfg->json_db;
+  out->store = cfg->mock_store;
   out->wiremock_404 = cfg->wiremock_404;
   return 0;
 }
