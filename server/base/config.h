@@ -44,6 +44,7 @@ typedef struct mp_config {
   const char *json_fks;    /* --foreign-key-suffix: NULL for "Id" */
   bool json_read_only;     /* --read-only: only GET is answered */
   unsigned json_delay_ms;  /* --delay MS: before each database answer */
+  bool wiremock_404;      /* --wiremock-404: WireMock's page for unmatched requests */
   const char *access_log_format; /* --access-log-format: its name */
   bool request_id;        /* --request-id: every request gets an id */
   bool gzip;              /* --gzip: compress what clients accept */

@@ -467,6 +467,7 @@ typedef struct mp_mock_config {
   const char *json_fks;    /* --foreign-key-suffix, or NULL */
   int json_read_only;      /* --read-only */
   int json_delay_ms;       /* --delay MS */
+  int wiremock_404;        /* --wiremock-404 */
 } mp_mock_config;
 
 /* Fills *out from the command line. Returns 0. */

@@ -194,6 +194,9 @@ static const option options[] = {
     {"--delay", OPT_COUNT, "MS", COUNT(json_delay_ms), "0", 0, 3600000,
      NULL, "with --json-db: wait MS milliseconds before each answer of the "
      "database"},
+    {"--wiremock-404", OPT_SET, NULL, FLAG(wiremock_404), NULL, 0, 0, NULL,
+     "the mock answers a request no stub matched with WireMock's 404 page "
+     "(its diff of the closest stub) instead of moonport's report"},
     {"--record-mappings", OPT_SET, NULL, FLAG(record_mappings), NULL, 0, 0,
      NULL,
      "with --proxy-all: write what the API answers to DIR/mappings and "

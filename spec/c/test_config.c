@@ -26,7 +26,7 @@ static const struct field {
     F(handler_timeout_ms), F(shared_size), F(mock_state_size),
     F(journal_memory), F(mock_dir), F(cors), F(admin_cors), F(admin_hosts), F(proxy_all), F(json_db), F(json_routes), F(json_static), F(json_id), F(json_fks),
     F(json_read_only), F(json_delay_ms), F(mock_store), F(record_mappings),
-    F(access_log_format), F(request_id), F(gzip),
+    F(wiremock_404), F(access_log_format), F(request_id), F(gzip),
     F(journal_size), F(watch), F(watch_delay_ms), F(request_memory_limit),
     F(load_timeout_ms), F(load_memory_limit), F(write_high_water),
     F(idle_timeout_ms), F(shutdown_timeout_ms), F(header_timeout_ms),
@@ -171,6 +171,7 @@ static const setting settings[] = {
     {"--check", NULL, "check", 1, NULL},
     {"--debug", NULL, "debug", 1, NULL},
     {"--record-mappings", NULL, "record_mappings", 1, NULL},
+    {"--wiremock-404", NULL, "wiremock_404", 1, NULL},
     {"--request-id", NULL, "request_id", 1, NULL},
     {"--gzip", NULL, "gzip", 1, NULL},
     {"--listen", "10.1.2.3:4567", "", 0, NULL},
@@ -273,7 +274,7 @@ static void test_help_lists_what_is_tested(void) {
   for (const char *p = strstr(output, "\n  --"); p != NULL;
        p = strstr(p + 1, "\n  --")) {
     char name[64];
-    if (sscanf(p + 3, "%63[a-z-]", name) != 1) continue;
+    if (sscanf(p + 3, "%63[a-z0-9-]", name) != 1) continue;
     listed++;
     bool tested = strcmp(name, "--help") == 0 || strcmp(name, "--version") == 0;
     for (size_t i = 0; i < NSETTINGS && !tested; i++)

@@ -14,7 +14,13 @@
 --             too; compare_headers: more header names to compare;
 --             body_compare = false: the body is not compared (for an
 --             admin call that is a step, not what the case checks);
---             fault = true: a fault, compared by how the exchange ends
+--             fault = true: a fault, compared by how the exchange ends;
+--             poll: function(decoded JSON body) -> true once the answer is
+--             the one to compare (sent again until then, up to poll_s
+--             seconds, 10: for what happens after an answer, a webhook);
+--             own_host = true: Host names the server, with its port
+--   wiremock_404  run against `moonport --mock --wiremock-404`: the 404
+--             page of an unmatched request is compared byte for byte
 --   differs   a deliberate difference, its reason (listed in README.md),
 --             with differ_in: the aspects that differ ("status", "body",
 --             "header:Name")
@@ -25,7 +31,8 @@ T.global = {
   { what = "Unmatched requests",
     reason = "both answer 404, each with its own report in the body: WireMock's diff "
       .. "table, moonport's `No stub matched ...` with the three closest stubs "
-      .. "(see [Matching](#matching))." },
+      .. "(see [Matching](#matching)); with `--wiremock-404` moonport's is WireMock's page, "
+      .. "compared byte for byte (see [WireMock's 404 page](#wiremocks-404-page))." },
   { what = "Content-Type when the mapping gives none",
     reason = "WireMock sends none; moonport's core labels every body: `text/plain; "
       .. "charset=utf-8`, or `application/json` for a `jsonBody` or a `.json` body file." },
@@ -1103,7 +1110,7 @@ matcher("header: includes", { urlPath = "/hin", headers = { ["X-V"] = { includes
 
 -- Cases of further features, a file each (spec/compat/wiremock_cases_<topic>.lua),
 -- each returning function(add, h) where h holds the helpers above.
-local topics = { "templates", "matchers" }
+local topics = { "templates", "matchers", "webhooks", "not_matched" }
 local h = { get = get, req = req, matcher = matcher, cases = cases, null = cjson_null }
 for _, topic in ipairs(topics) do require("spec.compat.wiremock_cases_" .. topic)(add, h) end
 

@@ -9,7 +9,9 @@
 -- Content-Type, the headers the case's mappings set and the body (JSON
 -- compared as JSON, after the case's `project` for admin answers, else
 -- byte for byte). Body files (`files`) are written into both roots before
--- the servers start.
+-- the servers start. A case marked `wiremock_404` runs against a second
+-- mock started with --wiremock-404, and its unmatched requests' bodies
+-- (WireMock's 404 page) are compared byte for byte too.
 --
 -- The differences the table names (its `global` list, and a case's
 -- `differs`) are the only ones allowed: a case marked `differs` must still
@@ -194,8 +196,20 @@ local function fault_kind(err)
   return "no response"
 end
 
-local function send(port, r)
+local function decode(text)
+  local ok, v = pcall(json_decode, text)
+  if ok then return v end
+end
+
+local function send_once(port, r)
   local t0 = helpers.now()
+  if r.own_host then
+    -- Host names the server itself, port included (what a webhook's
+    -- {{originalRequest.baseUrl}} calls back).
+    local headers = { Host = "127.0.0.1:" .. port }
+    for k, v in pairs(r.headers or {}) do headers[k] = v end
+    r = setmetatable({ headers = headers }, { __index = r })
+  end
   if r.fault then
     local ok, err = pcall(helpers.request, port, r.method or "GET", r.path, r.headers, r.body)
     return { fault = ok and "an answer" or fault_kind(err), error = not ok and tostring(err) or nil }
@@ -205,10 +219,22 @@ local function send(port, r)
   return resp
 end
 
-local function decode(text)
-  local ok, v = pcall(json_decode, text)
-  if ok then return v end
+-- A request with `poll` (what happens after an answer: a webhook) is sent
+-- again until poll(decoded JSON body) is true, up to `poll_s` seconds
+-- (10), to each server on its own; the last answer is compared, and one
+-- that never came fails the case.
+local function send(port, r)
+  if r.poll == nil then return send_once(port, r) end
+  local last
+  local done = helpers.eventually(function()
+    last = send_once(port, r)
+    local v = decode(last.body or "")
+    return v ~= nil and r.poll(v)
+  end, r.poll_s or 10)
+  last.poll_failed = not done
+  return last
 end
+
 
 -- Whether WireMock answered a request no stub matched (no stub id).
 local function unmatched(r, wm)
@@ -258,7 +284,7 @@ local function compare(c, r, wm, mp)
   end
   -- Bodies.
   if r.body_compare == false then return found end
-  if unmatched(r, wm) then
+  if unmatched(r, wm) and not c.wiremock_404 then
     -- Both 404, each with its own report (a global difference); moonport's
     -- must be its report, not a stub's 404.
     if mp.status == 404 and not mp.body:find("^No stub matched") then
@@ -283,13 +309,20 @@ local function compare(c, r, wm, mp)
         .. "\nmoonport: " .. helpers.shorten(cjson.encode(jb), 600))
     end
   elseif a ~= b then
-    differ("body", ("body %s vs %s"):format(helpers.shorten(a, 600), helpers.shorten(b, 600)))
+    -- Text of many lines (a 404 page): the first line that differs.
+    local n, la, lb = 0, nil, nil
+    local ia, ib = a:gmatch("([^\n]*)\n?"), b:gmatch("([^\n]*)\n?")
+    repeat
+      n, la, lb = n + 1, ia(), ib()
+    until la ~= lb
+    differ("body", ("body differs at line %d: %q vs %q\nWireMock's: %s\nmoonport's: %s"):format(n,
+      tostring(la), tostring(lb), helpers.shorten(a, 300), helpers.shorten(b, 300)))
   end
   return found
 end
 
 describe("moonport's mock beside WireMock", function()
-  local wm_dir, mp_dir, wiremock, moon
+  local wm_dir, mp_dir, wiremock, moon, moon_404
   local wm_port
 
   setup(function()
@@ -311,12 +344,15 @@ describe("moonport's mock beside WireMock", function()
     wiremock = process.spawn({ "java", "-Xmx256m", "-jar", JAR, "--port", tostring(wm_port),
       "--bind-address", "127.0.0.1", "--root-dir", wm_dir, "--disable-banner" })
     moon = process.start(mp_dir, nil, { mock = true })
+    -- The cases of WireMock's 404 page go to a mock started with it.
+    moon_404 = process.start(mp_dir, { "--wiremock-404" }, { mock = true })
     process.wait_port(wm_port, 120, wiremock)
   end)
 
   teardown(function()
     if wiremock then wiremock:stop() end
     if moon then moon:stop() end
+    if moon_404 then moon_404:stop() end
     for _, dir in ipairs({ wm_dir, mp_dir }) do
       if dir then helpers.remove_dir(dir) end
     end
@@ -345,7 +381,8 @@ describe("moonport's mock beside WireMock", function()
 
   for ci, c in ipairs(CASES) do
     it(c.name, function()
-      local ports = { wm_port, moon.port }
+      local mp_port = c.wiremock_404 and moon_404.port or moon.port
+      local ports = { wm_port, mp_port }
       for si, port in ipairs(ports) do
         local status, _, body = helpers.request(port, "POST", "/__admin/reset")
         assert.equal(200, status, body)
@@ -368,10 +405,14 @@ describe("moonport's mock beside WireMock", function()
       local problems = {}
       for ri, r in ipairs(c.requests) do
         local wm = send(wm_port, r)
-        local mp = send(moon.port, r)
+        local mp = send(mp_port, r)
         local what = ("request %d (%s %s)"):format(ri, r.method or "GET", r.path)
         if r.fault then
           assert.is_not.equal("an answer", wm.fault, what .. ": WireMock answered a fault")
+        end
+        for si, resp in ipairs({ wm, mp }) do
+          assert.is_falsy(resp.poll_failed, ("%s: %s never gave the answer polled for: %s"):format(
+            what, si == 1 and "WireMock" or "moonport", helpers.shorten(resp.body or "", 400)))
         end
         if r.status then
           assert.equal(r.status, wm.status, what .. ": WireMock's status is not the one the case "

@@ -21,6 +21,7 @@ typedef struct mp_mock_config {
   const char *json_fks;
   int json_read_only;
   int json_delay_ms;
+  int wiremock_404;
 } mp_mock_config;
 int mp_mock_settings(mp_mock_config *out);
 ]]
@@ -40,10 +41,10 @@ end
 -- cors = true unless --no-cors, admin_cors = --admin-cors,
 -- journal_size = --journal-size, proxy_all = --proxy-all or nil,
 -- record_mappings = --record-mappings, json_db = --json-db or nil,
--- store = --mock-store or nil, and json-server's options: json_routes =
--- --routes, json_static = --static, json_id = --id, json_fks =
--- --foreign-key-suffix (each nil when not given), json_read_only =
--- --read-only, json_delay = --delay (ms) }.
+-- store = --mock-store or nil, wiremock_404 = --wiremock-404, and
+-- json-server's options: json_routes = --routes, json_static = --static,
+-- json_id = --id, json_fks = --foreign-key-suffix (each nil when not
+-- given), json_read_only = --read-only, json_delay = --delay (ms) }.
 -- @usage local settings = core.mock_settings()
 function mock.settings()
   local cfg = ffi.new("mp_mock_config")
@@ -56,7 +57,8 @@ function mock.settings()
            json_db = opt_string(cfg.json_db), store = opt_string(cfg.store),
            json_routes = opt_string(cfg.json_routes), json_static = opt_string(cfg.json_static),
            json_id = opt_string(cfg.json_id), json_fks = opt_string(cfg.json_fks),
-           json_read_only = cfg.json_read_only ~= 0, json_delay = cfg.json_delay_ms }
+           json_read_only = cfg.json_read_only ~= 0, json_delay = cfg.json_delay_ms,
+           wiremock_404 = cfg.wiremock_404 ~= 0 }
 end
 
 return mock

@@ -38,6 +38,8 @@ local model = require("moonport.mock.model")
 local match = require("moonport.mock.match")
 local template = require("moonport.mock.template")
 local record = require("moonport.mock.record")
+local webhook = require("moonport.mock.webhook")
+local diff = require("moonport.mock.diff")
 local store = require("moonport.mock.store")
 local header_fields = require("moonport.core.request").header_fields
 local runner = require("moonport.core.runner")
@@ -183,6 +185,8 @@ local function prepare(self, stub, seq)
   local ok
   ok, err = check_response(stub)
   if not ok then return nil, err end
+  stub.webhooks, err = webhook.compile(stub)
+  if stub.webhooks == nil then return nil, err end
   stub.compiled = compiled
   stub.seq = seq
   return stub
@@ -376,9 +380,9 @@ local function find_for(self, facts)
   return match.find(current(self), facts, scenario_ok, on_match_error)
 end
 
--- 404 for a request no stub matched: the closest stubs, ranked by how far
--- the request is from each (match.near), and what differed.
-local function unmatched_report(self, facts)
+-- The stubs ranked by how far the request is from each (match.near),
+-- closest first, each {stub, why, d}.
+local function closest(self, facts)
   local _, all = current(self)
   local scored = {}
   for _, stub in ipairs(all) do
@@ -393,6 +397,12 @@ local function unmatched_report(self, facts)
     if a.d ~= b.d then return a.d < b.d end
     return match.before(a.stub, b.stub)
   end)
+  return scored
+end
+
+-- 404 for a request no stub matched: the closest stubs, and what differed.
+local function unmatched_report(self, facts)
+  local scored = closest(self, facts)
   local lines = { ("No stub matched %s %s"):format(facts.method, facts.url) }
   if #scored == 0 then
     lines[#lines + 1] = "There are no stubs."
@@ -404,6 +414,17 @@ local function unmatched_report(self, facts)
     end
   end
   return concat(lines, "\n") .. "\n"
+end
+
+-- WireMock's 404 page instead (--wiremock-404): its diff of the closest
+-- stub (moonport.mock.diff), as wide as X-WireMock-Console-Width asks.
+local function wiremock_report(self, req, facts)
+  local scored = closest(self, facts)
+  if #scored == 0 then return diff.NO_STUBS end
+  local stub = scored[1].stub
+  local width = tonumber(req:header("x-wiremock-console-width"))
+  if width and (width < 20 or width > 1000 or width % 1 ~= 0) then width = nil end
+  return diff.render(stub, facts, stub.scenario_name and scenario_state(stub.scenario_name), width)
 end
 
 -- Journal ---------------------------------------------------------------------
@@ -494,6 +515,31 @@ local function log_request(self, req, facts, stub, status, proxied)
   if n > size then
     journal_store:delete(KEY_ENTRY .. (n - size))
     state:set(KEY_JOURNAL_FIRST, n - size + 1)
+  end
+  return n
+end
+
+-- Adds sub-events (a webhook's) to journal entry n, if it is still kept.
+local function add_sub_events(n, events)
+  local text = journal_store:get(KEY_ENTRY .. n)
+  local e = text and json_decode(text)
+  if type(e) ~= "table" then return end
+  local list = e.subEvents or json.array({})
+  for _, ev in ipairs(events) do list[#list + 1] = ev end
+  e.subEvents = list
+  if not journal_store:set(KEY_ENTRY .. n, json_encode(e)) then
+    log("warn", "mock: a webhook's record does not fit in the journal (--journal-memory)")
+  end
+end
+
+-- A function(events) that adds sub-events to journal entry n; nil when
+-- there is no entry. A store that fails (Redis gone) costs the record
+-- only, logged.
+local function sub_event_adder(n)
+  if n == nil then return nil end
+  return function(events)
+    local ok, err = pcall(add_sub_events, n, events)
+    if not ok then log("warn", "mock: a webhook's record was not kept: " .. tostring(err)) end
   end
 end
 
@@ -949,6 +995,7 @@ local function serve(self, req, res)
   if stub == nil then
     if self.settings.journal_size > 0 then log_request(self, req, facts, nil, 404) end
     res:status(404):header("Content-Type", "text/plain; charset=utf-8")
+    if self.wiremock_404 then return res:send(wiremock_report(self, req, facts)) end
     return res:send(unmatched_report(self, facts))
   end
   if stub.scenario_name and stub.new_scenario_state and not remote then
@@ -958,11 +1005,19 @@ local function serve(self, req, res)
     end
   end
   local r = stub.response
+  local n
   -- A proxied exchange is journaled when it is over (proxy).
   if self.settings.journal_size > 0 and not (type(r) == "table" and r.proxy_base_url ~= nil and r.fault == nil) then
-    log_request(self, req, facts, stub, type(r) == "table" and (tonumber(r.status) or 200) or 200)
+    n = log_request(self, req, facts, stub, type(r) == "table" and (tonumber(r.status) or 200) or 200)
   end
-  return respond(self, stub, req, res, facts)
+  local hooks = stub.webhooks
+  if not hooks then return respond(self, stub, req, res, facts) end
+  -- Webhooks go once the answer has: their templates see the request as
+  -- plain data, taken now, while it is there.
+  local ctx = template_ctx(req, facts,
+    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"))
+  respond(self, stub, req, res, facts)
+  webhook.fire(hooks, ctx, sub_event_adder(n))
 end
 
 -- The admin API's guard ---------------------------------------------------
@@ -2001,12 +2056,18 @@ end
 -- admin mappings, scenarios, journal and json-db data, shared with other
 -- instances (as --mock-store, which it overrides); a URL it cannot use
 -- raises.
+-- `opts.wiremock_404 = true` answers a request no stub matched with
+-- WireMock's 404 page (as --wiremock-404 does) instead of moonport's
+-- report.
 -- @usage local app = require("moonport.mock").app()
 -- @usage local app = mock.app{ store = "redis://127.0.0.1:6379/0" }
+-- @usage local app = require("moonport.mock").app{ wiremock_404 = true }
 function mock.app(opts)
+  if opts ~= nil and type(opts) ~= "table" then error("mock.app: opts must be a table", 2) end
   local self = moonport.app()
   setmetatable(self, MockApp)
   self.settings = core.mock_settings()
+  self.wiremock_404 = self.settings.wiremock_404 or (opts ~= nil and opts.wiremock_404 == true)
   use_store(self, opts)
   self.admin_hosts = admin_hosts(self.settings)
   self.script_stubs = {}

@@ -397,6 +397,8 @@ local function body_matcher(m)
   }
 end
 
+match.body_matcher = body_matcher
+
 -- URLs ------------------------------------------------------------------
 
 -- "/users/{id}/posts/{post}" → a function(path) -> params or nil, and a

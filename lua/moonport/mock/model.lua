@@ -48,7 +48,10 @@ local MATCHER = { equal_to_json = "opaque", matches_json_path = "matcher",
                   has_exactly = "matcher_list", includes = "matcher_list",
                   matches_x_path = "matcher", x_path_namespaces = "opaque",
                   matches_json_schema = "opaque" }
-local TOP = { request = REQUEST, response = RESPONSE, metadata = "opaque" }
+-- Webhooks' parameters are WireMock's as given (header names are the
+-- user's), and listed as given.
+local TOP = { request = REQUEST, response = RESPONSE, metadata = "opaque",
+              serve_event_listeners = "opaque", post_serve_actions = "opaque" }
 
 local convert
 
@@ -99,6 +102,14 @@ function model.from_wiremock(mapping)
   end
   stub.id = stub.id or stub.uuid
   stub.uuid = nil
+  -- postServeActions as WireMock 2 wrote them, {"webhook": {parameters}},
+  -- are listed as WireMock 3 lists them: [{name, parameters}].
+  local psa = stub.post_serve_actions
+  if type(psa) == "table" and psa[1] == nil and next(psa) ~= nil then
+    local list = setmetatable({}, array_mt)
+    for name, p in pairs(psa) do list[#list + 1] = { name = name, parameters = p } end
+    stub.post_serve_actions = list
+  end
   return stub
 end
 
@@ -110,7 +121,8 @@ end
 function model.to_wiremock(stub)
   local copy = {}
   for k, v in pairs(stub) do
-    if k ~= "compiled" and k ~= "seq" and k ~= "source" and k ~= "lua" and k ~= "default_priority" then
+    if k ~= "compiled" and k ~= "seq" and k ~= "source" and k ~= "lua" and k ~= "default_priority"
+      and k ~= "webhooks" then
       copy[k] = v
     end
   end

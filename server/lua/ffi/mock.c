@@ -26,5 +26,6 @@ int mp_mock_settings(mp_mock_config *out) {
   out->json_fks = cfg->json_fks;
   out->json_read_only = cfg->json_read_only;
   out->json_delay_ms = (int)cfg->json_delay_ms;
+  out->wiremock_404 = cfg->wiremock_404;
   return 0;
 }
