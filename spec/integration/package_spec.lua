@@ -227,9 +227,12 @@ describe("the Debian package", function()
     assert.truthy(names.adduser, depends)
     local needed = 0
     local dynamic = must({ "objdump", "-p", root .. "/usr/bin/moonport" })
+    -- The library of this machine's architecture (libc6's libm.so.6, not
+    -- libc6-i386's).
+    local multiarch = must({ "dpkg-architecture", "-qDEB_HOST_MULTIARCH" }):gsub("\n", "")
     for soname in dynamic:gmatch("NEEDED%s+(%S+)") do
       needed = needed + 1
-      local _, owners = process.command({ "dpkg", "-S", "*/" .. soname })
+      local _, owners = process.command({ "dpkg", "-S", "*/" .. multiarch .. "/" .. soname })
       local owner = owners:match("([%w][%w.+-]*)[:%w]*: %S+/" .. soname:gsub("%p", "%%%0") .. "\n")
       assert.truthy(owner, "no package owns " .. soname)
       assert.truthy(names[owner], soname .. " comes with " .. owner .. ", not in Depends: " .. depends)
@@ -337,7 +340,10 @@ describe("the Debian package", function()
     support.defer(function()
       process.command({ "systemctl", "stop", "moonport.service" }, { timeout = 60 })
       must({ "dpkg", "--purge", "moonport" }, { timeout = 120 })
-      if not had_user then process.command({ "deluser", "--system", "moonport" }) end
+      if not had_user then
+        process.command({ "deluser", "--system", "moonport" })
+        process.command({ "delgroup", "--system", "moonport" })
+      end
       process.command({ "systemctl", "reset-failed", "moonport.service" })
       assert.is_false(exists("/lib/systemd/system/moonport.service"))
       assert.is_false(exists("/etc/moonport"))
