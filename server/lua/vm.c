@@ -18,6 +18,10 @@
  * returns (ok, message) when it ends. Light threads start inside a Lua
  * call (spawn runs the new thread at once, until it first waits or ends),
  * so resume() nests: it restores the charge and the heartbeat it found.
+ *
+ * Every state's package.path starts with moonport's Lua library, found
+ * once per process from the executable's own path, never from a path
+ * compiled in (mp_vm_library_dir).
  */
 #include "vm.h"
 
