@@ -18,11 +18,16 @@
  * returns (ok, message) when it ends. Light threads start inside a Lua
  * call (spawn runs the new thread at once, until it first waits or ends),
  * so resume() nests: it restores the charge and the heartbeat it found.
+ *
+ * Every state's package.path starts with moonport's Lua library, found
+ * once per process from the executable's own path, never from a path
+ * compiled in (mp_vm_library_dir).
  */
 #include "vm.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +36,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <uv.h>
 
 #include "heap.h"
 #include "log.h"
@@ -40,13 +46,6 @@
 #include "static.h"
 #include "task.h"
 #include "timer.h"
-
-#ifndef MP_LUA_DIR
-#define MP_LUA_DIR "lua"
-#endif
-#ifndef MP_LUA_INSTALL_DIR
-#define MP_LUA_INSTALL_DIR "/usr/local/share/moonport/lua"
-#endif
 
 #define MAX_POOLED 1024
 /* Light threads started inside one another at once, at most: each start
@@ -97,29 +96,98 @@ static size_t heap_size(const void *code) {
   return ((const mp_vm *)code)->heap.in_use;
 }
 
-static bool is_dir(const char *path) {
+/* The library's folders, found once per process (mp_vm_library_dir). */
+static char library_dir[PATH_MAX];
+static char compat_dir[PATH_MAX];
+static char library_why[2 * PATH_MAX];
+static bool library_located;
+
+/* Writes a then b into out; false when they do not fit. */
+static bool join(char *out, size_t cap, const char *a, const char *b) {
+  int n = snprintf(out, cap, "%s%s", a, b);
+  return n >= 0 && (size_t)n < cap;
+}
+
+/* Puts a + b in out when that folder holds moonport/init.lua. */
+static bool holds_library(char *out, size_t cap, const char *a,
+                          const char *b) {
+  char init[PATH_MAX];
   struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+  return join(out, cap, a, b) && join(init, sizeof init, out, "/moonport/init.lua") &&
+         stat(init, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-const char *mp_vm_library_dir(void) {
-  return is_dir(MP_LUA_DIR) ? MP_LUA_DIR : MP_LUA_INSTALL_DIR;
+/* Fills library_dir and compat_dir from the executable's path, or leaves
+ * library_dir empty and says why in library_why. */
+static void locate_library(void) {
+  library_located = true;
+  char prefix[PATH_MAX];
+  size_t len = sizeof prefix;
+  int rc = uv_exepath(prefix, &len);
+  if (rc != 0) {
+    snprintf(library_why, sizeof library_why,
+             "cannot find the executable's own path: %s", uv_strerror(rc));
+    return;
+  }
+  /* PREFIX is the folder above the executable's: PREFIX/bin/moonport
+   * installed, CHECKOUT/build/moonport in a checkout. The name /proc gives
+   * an executable replaced on disk ends in " (deleted)", in its last part,
+   * which goes. */
+  for (int i = 0; i < 2; i++) {
+    char *slash = strrchr(prefix, '/');
+    if (slash == NULL) {
+      snprintf(library_why, sizeof library_why,
+               "the executable's path '%s' has no parent folder", prefix);
+      return;
+    }
+    *slash = '\0';
+  }
+  if (holds_library(library_dir, sizeof library_dir, prefix,
+                    "/share/lua/5.1") &&
+      join(compat_dir, sizeof compat_dir, prefix, "/share/moonport/lua"))
+    return;
+  if (holds_library(library_dir, sizeof library_dir, prefix, "/lua")) {
+    memcpy(compat_dir, library_dir, sizeof compat_dir);
+    return;
+  }
+  library_dir[0] = '\0';
+  snprintf(library_why, sizeof library_why,
+           "no moonport/init.lua in %.2000s/share/lua/5.1 (installed) nor "
+           "in %.2000s/lua (a build folder at the top of a checkout)",
+           prefix, prefix);
 }
 
-/* [-0, +0, m] Puts moonport's library and the app's folder first on
- * package.path. */
+const char *mp_vm_library_dir(const char **why) {
+  if (!library_located) locate_library();
+  if (library_dir[0] != '\0') return library_dir;
+  if (why != NULL) *why = library_why;
+  return NULL;
+}
+
+const char *mp_vm_compat_dir(void) {
+  return mp_vm_library_dir(NULL) != NULL ? compat_dir : NULL;
+}
+
+/* [-0, +0, m] Puts moonport's library, the resty.* modules beside it and
+ * the app's folder first on package.path. */
 static void set_path(lua_State *L, const char *app) {
-  const char *lib = mp_vm_library_dir();
+  const char *lib = mp_vm_library_dir(NULL);
+  const char *compat = mp_vm_compat_dir();
+  assert(lib != NULL && "main() checks that the library is there");
   const char *slash = strrchr(app, '/');
   int dirlen = slash ? (int)(slash - app) : 1;
   const char *dir = slash ? app : ".";
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "path");
   lua_pushfstring(L, "%s/?.lua;%s/?/init.lua;", lib, lib);
+  if (strcmp(compat, lib) != 0)
+    lua_pushfstring(L, "%s/?.lua;", compat);
+  else
+    lua_pushliteral(L, "");
   lua_pushlstring(L, dir, (size_t)dirlen);
   lua_pushstring(L, "/?.lua;");
-  lua_pushvalue(L, -4); /* the old path */
-  lua_concat(L, 4);
+  lua_pushvalue(L, -5); /* the old path */
+  lua_concat(L, 5);
   lua_setfield(L, -3, "path");
   lua_pop(L, 2);
 }

@@ -52,9 +52,23 @@ mp_vm *mp_vm_open(const mp_vm_host *host, const char *app, char *err,
 /* Closes the state and frees the router. Only when nothing holds it. */
 void mp_vm_close(mp_vm *vm);
 
-/* Where moonport's Lua library is: the source tree's lua/ when it is
- * there, else the installed copy. */
-const char *mp_vm_library_dir(void);
+/* Where moonport's Lua library (the folder holding moonport/init.lua)
+ * is, found from the executable's own path (uv_exepath), never from a
+ * path compiled in, so an installed tree works wherever it is put:
+ * PREFIX/share/lua/5.1 when the binary is PREFIX/bin/moonport (cmake
+ * --install, the .deb), else lua/ at the top of a checkout when the
+ * binary is in a build folder there (build/moonport). Looked up once per
+ * process; the string is static. Returns NULL when neither folder holds
+ * the library, and then, when why is not NULL, sets *why to a line saying
+ * where it looked. */
+const char *mp_vm_library_dir(const char **why);
+
+/* The folder of the resty.* modules OpenResty's libraries require
+ * (lua/resty/ in a checkout, so the library's own folder there):
+ * PREFIX/share/moonport/lua when installed, where they do not clash with
+ * Debian's lua-resty-core and lua-resty-lrucache in share/lua/5.1/resty/.
+ * NULL when the library was not found. */
+const char *mp_vm_compat_dir(void);
 
 /* The router built from this VM's app. */
 mp_router *mp_vm_router(const mp_vm *vm);

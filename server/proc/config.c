@@ -4,7 +4,10 @@
  * field the value goes to, its default, its bounds and its help. The
  * defaults are applied by parsing each row's default text as if it had
  * been given, and --help prints that same text, so the defaults, their
- * checks and the help cannot drift apart. The parser only dispatches on the
+ * checks and the help cannot drift apart. The manual page, moonport(1), is
+ * printed from the same rows (the hidden --help-man, which the build runs
+ * to make it), each option's text made by the one function --help uses, so
+ * the page and --help cannot disagree either. The parser only dispatches on the
  * kind of value; no option is named in the code, so no option can set
  * another's field.
  */
@@ -32,6 +35,7 @@ typedef enum {
   OPT_CLEAR,   /* a flag: clears its bool field, which is set by default */
   OPT_HELP,    /* prints the help, exits 0 */
   OPT_VERSION, /* prints the version, exits 0 */
+  OPT_MAN,     /* prints the manual page (roff), exits 0; not listed */
   OPT_SECONDS, /* a positive number of seconds, kept in ms (uint64_t) */
   OPT_BYTES,   /* a size with an optional k or m suffix (size_t) */
   OPT_COUNT,   /* a whole number from min to max (unsigned) */
@@ -241,6 +245,8 @@ static const option options[] = {
      "print the version and exit"},
     {"--help", OPT_HELP, NULL, 0, NULL, 0, 0, NULL,
      "print this help and exit"},
+    {"--help-man", OPT_MAN, NULL, 0, NULL, 0, 0, NULL,
+     "print the manual page moonport(1) in roff and exit"},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -269,27 +275,154 @@ static void format_size(char *out, size_t cap, uint64_t n) {
     snprintf(out, cap, "%" PRIu64 " bytes", n);
 }
 
+/* An option as --help and the manual page show it: its name and value
+ * (left) and its help with its default and least (text). */
+static void describe(const option *o, char *left, size_t leftcap, char *text,
+                     size_t textcap) {
+  char least[48] = "";
+  snprintf(left, leftcap, "%s%s%s", o->name, o->arg ? " " : "",
+           o->arg ? o->arg : "");
+  if (o->kind == OPT_BYTES && o->min > 1) {
+    char size[32];
+    format_size(size, sizeof size, o->min);
+    snprintf(least, sizeof least, ", at least %s", size);
+  }
+  if (o->def != NULL)
+    snprintf(text, textcap, "%s (default %s%s)", o->help, o->def, least);
+  else
+    snprintf(text, textcap, "%s", o->help);
+}
+
+static const char usage_lines[] =
+    "usage: moonport [options] APP.lua\n"
+    "       moonport [options] --mock DIR\n"
+    "       moonport [options] --json-db FILE\n";
+static const char units_line[] =
+    "BYTES takes a k or m suffix (KiB, MiB). SECONDS may have a fraction.";
+
 static void usage(FILE *out) {
-  fprintf(out, "usage: moonport [options] APP.lua\n"
-               "       moonport [options] --mock DIR\n"
-               "       moonport [options] --json-db FILE\n\noptions:\n");
+  fprintf(out, "%s\noptions:\n", usage_lines);
+  for (size_t i = 0; i < NOPTIONS; i++) {
+    if (options[i].kind == OPT_MAN) continue;
+    char left[64], text[640];
+    describe(&options[i], left, sizeof left, text, sizeof text);
+    fprintf(out, "  %-30s %s\n", left, text);
+  }
+  fprintf(out, "\n%s\n", units_line);
+}
+
+/* Writes s as roff text: backslashes escaped, hyphens as \- (so that
+ * options can be searched for and copied), a leading dot or quote made
+ * plain. */
+static void roff(FILE *out, const char *s) {
+  if (*s == '.' || *s == '\'') fputs("\\&", out);
+  for (; *s; s++) {
+    if (*s == '\\') fputs("\\e", out);
+    else if (*s == '-') fputs("\\-", out);
+    else fputc(*s, out);
+  }
+}
+
+/* The manual page's prose before the options and after them, in roff:
+ * each entry a request line or a paragraph. */
+static const char *const man_before[] = {
+    ".SH DESCRIPTION",
+    "moonport is an HTTP/1.1 application server whose route handlers are "
+    "Lua scripts, run by LuaJIT in a libuv event loop.",
+    ".PP",
+    "It loads \\fIAPP.lua\\fR (with \\fB\\-\\-mock\\fR, its mock "
+    "server over a WireMock directory; with \\fB\\-\\-json\\-db\\fR, "
+    "json\\-server's routes over a JSON file), prints one line once every "
+    "worker listens, and serves until SIGTERM or SIGINT. A master process "
+    "checks the app, starts the workers, replaces a worker that dies and "
+    "reloads the app when its files change.",
+    ".PP",
+    "The Lua library is found relative to the executable: "
+    "\\fIPREFIX\\fR/share/lua/5.1/moonport/ when it is "
+    "\\fIPREFIX\\fR/bin/moonport.",
+};
+static const char *const man_after[] = {
+    ".SH SIGNALS",
+    "Signals go to the master process.",
+    ".TP",
+    ".BR SIGTERM \", \" SIGINT",
+    "Stop gracefully: stop accepting, let requests in flight finish (up to "
+    "\\fB\\-\\-shutdown\\-timeout\\fR), then exit 0. A second signal "
+    "closes everything at once.",
+    ".TP",
+    ".B SIGHUP",
+    "Reload the app.",
+    ".TP",
+    ".B SIGUSR1",
+    "Reopen \\fB\\-\\-error\\-log\\fR and \\fB\\-\\-access\\-log\\fR "
+    "(after logrotate moved them).",
+    ".SH EXIT STATUS",
+    "0 after serving or a successful \\fB\\-\\-check\\fR; 1 when the "
+    "app is missing or broken, the address cannot be used or the Lua "
+    "library is missing; 2 for an unknown option or a bad value.",
+    ".SH FILES",
+    ".TP",
+    ".I PREFIX/share/lua/5.1/moonport/",
+    "The Lua library (\\fBrequire(\\(dqmoonport\\(dq)\\fR).",
+    ".TP",
+    ".I PREFIX/share/doc/moonport/examples/",
+    "Example apps.",
+    ".TP",
+    ".I /etc/moonport/app.lua",
+    "The app the Debian package's moonport.service runs, with the options "
+    "of \\fBMOONPORT_OPTS\\fR in \\fI/etc/default/moonport\\fR; logs in "
+    "\\fI/var/log/moonport/\\fR.",
+    ".SH SEE ALSO",
+    ".BR systemctl (1),",
+    ".BR logrotate (8)",
+};
+
+static void man_lines(FILE *out, const char *const *lines, size_t n) {
+  for (size_t i = 0; i < n; i++) fprintf(out, "%s\n", lines[i]);
+}
+
+/* moonport(1) in roff: the usage lines, the prose above, every option
+ * --help lists with the same text, then the rest of the prose. */
+static void man_page(FILE *out) {
+  fprintf(out, ".TH MOONPORT 1 \"\" \"moonport %s\" \"User Commands\"\n",
+          MP_VERSION);
+  fputs(".nh\n.SH NAME\nmoonport \\- a Lua\\-scriptable HTTP/1.1 server\n"
+        ".SH SYNOPSIS\n.nf\n", out);
+  const char *line = usage_lines + strlen("usage: ");
+  while (*line) {
+    const char *end = strchr(line, '\n');
+    char one[128];
+    snprintf(one, sizeof one, "%.*s", (int)(end - line), line);
+    fputs("\\fB", out);
+    roff(out, one + strspn(one, " "));
+    fputs("\\fR\n", out);
+    line = end + 1;
+    line += strspn(line, " ");
+  }
+  fputs(".fi\n", out);
+  man_lines(out, man_before, sizeof man_before / sizeof man_before[0]);
+  fputs(".SH OPTIONS\n", out);
   for (size_t i = 0; i < NOPTIONS; i++) {
     const option *o = &options[i];
-    char left[64], least[48] = "";
-    snprintf(left, sizeof left, "%s%s%s", o->name, o->arg ? " " : "",
-             o->arg ? o->arg : "");
-    if (o->kind == OPT_BYTES && o->min > 1) {
-      char size[32];
-      format_size(size, sizeof size, o->min);
-      snprintf(least, sizeof least, ", at least %s", size);
+    if (o->kind == OPT_MAN) continue;
+    char left[64], text[640];
+    describe(o, left, sizeof left, text, sizeof text);
+    fputs(".TP\n\\fB", out);
+    roff(out, o->name);
+    fputs("\\fR", out);
+    if (o->arg != NULL) {
+      fputs(" \\fI", out);
+      roff(out, o->arg);
+      fputs("\\fR", out);
     }
-    fprintf(out, "  %-30s %s", left, o->help);
-    if (o->def != NULL) fprintf(out, " (default %s%s)", o->def, least);
+    fputc('\n', out);
+    roff(out, text);
     fputc('\n', out);
   }
-  fprintf(out,
-          "\nBYTES takes a k or m suffix (KiB, MiB). SECONDS may have a "
-          "fraction.\n");
+  fputs(".PP\n", out);
+  roff(out, units_line);
+  fputc('\n', out);
+  man_lines(out, man_after, sizeof man_after / sizeof man_after[0]);
 }
 
 static int bad_value(const char *opt, const char *value, const char *why) {
@@ -424,6 +557,7 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
     case OPT_CLEAR:
     case OPT_HELP:
     case OPT_VERSION:
+    case OPT_MAN:
       break;
   }
   return MP_CONFIG_USAGE;
@@ -483,6 +617,10 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
       }
       if (o->kind == OPT_VERSION) {
         printf("moonport %s\n", MP_VERSION);
+        return MP_CONFIG_EXIT;
+      }
+      if (o->kind == OPT_MAN) {
+        man_page(stdout);
         return MP_CONFIG_EXIT;
       }
       *((bool *)((char *)cfg + o->field)) = o->kind == OPT_SET;

@@ -3,8 +3,8 @@
  * process is: the master (the command as typed), a worker (exec'd by the
  * master with MP_WORKER_ENV set), the master's check of the app (exec'd
  * with MP_CHECK_ENV set), or a one-off check of the app (--check).
- * The exit status: 0 served or checked, 1 a broken app or unusable
- * address, 2 a usage error.
+ * The exit status: 0 served or checked, 1 a broken app, an unusable
+ * address or a missing Lua library, 2 a usage error.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -85,12 +85,18 @@ int main(int argc, char **argv) {
   int rc = mp_config_parse(&cfg, argc, argv);
   if (rc == MP_CONFIG_EXIT) return 0;
   if (rc == MP_CONFIG_USAGE) return 2;
+  const char *why = NULL;
+  const char *library = mp_vm_library_dir(&why);
+  if (library == NULL) {
+    fprintf(stderr, "moonport: cannot find its Lua library: %s\n", why);
+    return 1;
+  }
   /* --mock DIR and --json-db FILE run the library's own app, which serves
    * them. */
   static char mock_app[4096];
   if (cfg.mock_dir != NULL || cfg.json_db != NULL) {
     snprintf(mock_app, sizeof mock_app, "%s/moonport/mock/server.lua",
-             mp_vm_library_dir());
+             library);
     cfg.app = mock_app;
   }
   if (cfg.check) return check(&cfg);

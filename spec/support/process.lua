@@ -78,7 +78,7 @@ local function set_env(env)
   for name, value in pairs(env or {}) do stdlib.setenv(name, value or nil) end
 end
 
-local function exec_child(argv, stdin_fd, stdout_fd, stderr_fd, keep)
+local function exec_child(argv, stdin_fd, stdout_fd, stderr_fd, keep, bin)
   pcall(function()
     if stdin_fd then unistd.dup2(stdin_fd, 0) end
     unistd.dup2(stdout_fd, 1)
@@ -90,8 +90,8 @@ local function exec_child(argv, stdin_fd, stdout_fd, stderr_fd, keep)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     unistd.chdir(process.root)
-    unistd.exec(process.bin, argv)
-    io.stderr:write("exec ", process.bin, " failed\n")
+    unistd.exec(bin or process.bin, argv)
+    io.stderr:write("exec ", bin or process.bin, " failed\n")
   end)
   unistd._exit(127)
 end
@@ -124,9 +124,10 @@ local function wait_until(pid, deadline)
   end
 end
 
-local function assert_binary()
-  if not unistd.access(process.bin, "x") then
-    error("moonport binary not found or not executable: " .. process.bin ..
+local function assert_binary(bin)
+  bin = bin or process.bin
+  if not unistd.access(bin, "x") then
+    error("moonport binary not found or not executable: " .. bin ..
           " (set MOONPORT_BIN or build it with cmake --build build)", 3)
   end
 end
@@ -197,15 +198,16 @@ process.listening_pattern =
 --- Starts `moonport --listen 127.0.0.1:0 [extra_args...] APP` (with
 -- `opts.mock`, `--mock APP`: APP is a WireMock directory; `opts.env`:
 -- variables to set (name -> string) or unset (name -> false) in its
--- environment).
+-- environment; `opts.bin`: another moonport binary, an installed one, instead
+-- of $MOONPORT_BIN).
 -- `app_path` is relative to the repository root. Returns a server object
 -- with `.port`, `.pid`, `.line` (the listening line), `:stop()` and
 -- `:stderr()`. Raises with the server's stderr if it is not listening
 -- within 10 s.
 function process.start(app_path, extra_args, opts)
-  assert_binary()
   opts = opts or {}
-  local argv = { [0] = process.bin, "--listen", "127.0.0.1:0" }
+  assert_binary(opts.bin)
+  local argv = { [0] = opts.bin or process.bin, "--listen", "127.0.0.1:0" }
   for _, a in ipairs(extra_args or {}) do argv[#argv + 1] = a end
   -- opts.mock: `--mock app_path` instead of an app script.
   if opts.mock then argv[#argv + 1] = "--mock" end
@@ -220,7 +222,7 @@ function process.start(app_path, extra_args, opts)
   local pid = assert(unistd.fork())
   if pid == 0 then
     set_env(opts.env)
-    exec_child(argv, null, so_w, err_fd)
+    exec_child(argv, null, so_w, err_fd, nil, opts.bin)
   end
   local drainer = assert(unistd.fork())
   if drainer == 0 then drain_child(so_r, out_fd, ready_w) end

@@ -9,6 +9,9 @@ local root = os.getenv("MOONPORT_ROOT") or "."
 local LAYERS = { "base", "http", "net", "req", "handlers", "upstream", "lua", "proc" }
 local rank = {}
 for i, name in ipairs(LAYERS) do rank[name] = i end
+-- Folders of server/ that are no layer: they hold no C. dist/ holds what
+-- installing and packaging need (server/dist/install.cmake).
+local NOT_CODE = { dist = true }
 
 -- Every .c and .h under server/<layer>/ (one folder deeper too).
 local function sources(layer)
@@ -45,9 +48,15 @@ end
 describe("server/'s layers", function()
   it("cover every folder of server/", function()
     for name in dirent.files(root .. "/server") do
-      if name ~= "." and name ~= ".." then
+      if name ~= "." and name ~= ".." and not NOT_CODE[name] then
         assert.truthy(rank[name], "server/" .. name .. " is no layer")
       end
+    end
+  end)
+
+  it("leave no C in the folders that are no layer", function()
+    for name in pairs(NOT_CODE) do
+      assert.same({}, sources(name), "server/" .. name .. " holds C but is no layer")
     end
   end)
 
