@@ -519,8 +519,9 @@ static void protocol_error(mp_conn *c) {
   c->close_after_flush = true;
   c->srv->stats.requests++;
   if (c->srv->cfg->metrics)
-    mp_publish_invalid(c->srv, c->h1.status, 0,
-                       n > 0 ? (uint64_t)n : 0);
+    mp_publish_invalid(c->srv, c->h1.status, 0, n > 0 ? (uint64_t)n : 0);
+  else if (c->srv->cfg->stats)
+    mp_publish_worker(c->srv);
   mp_access_entry e = {.host = mp_conn_peer_name(c), .request = "-",
                        .request_len = 1, .status = c->h1.status,
                        .bytes = n > 0 ? (uint64_t)n : 0};

@@ -104,6 +104,14 @@ describe("GET /__moonport/metrics", function()
       end
       c:close()
     end
+    -- Heads that fail to parse count under (invalid), with no method.
+    for _ = 1, 3 do
+      local c = helpers.connect(server.port)
+      c:send("GET /users/1 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")
+      assert.equal(400, c:read_response().status)
+      count("(invalid)", "NONE", "4xx")
+      c:close()
+    end
     local n = 0
     for _ in pairs(pids) do n = n + 1 end
     assert.is_true(n >= 2, "48 connections all went to one worker")
