@@ -11,6 +11,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* An address range, as --metrics-allow gives it (net/cidr.h matches). */
+typedef struct mp_cidr {
+  uint8_t family; /* 4 or 6 */
+  uint8_t bits;   /* prefix length */
+  uint8_t addr[16]; /* network order; IPv4 in the first 4 bytes */
+} mp_cidr;
+
+/* The most ranges a repeatable CIDR option keeps. */
+#define MP_CIDR_MAX 16
+
+typedef struct mp_cidr_list {
+  unsigned n;
+  mp_cidr nets[MP_CIDR_MAX];
+} mp_cidr_list;
+
 /* The most worker processes --workers accepts. */
 #define MP_MAX_WORKERS 512
 
@@ -21,6 +36,8 @@ typedef struct mp_config {
   bool check;      /* load, print routes, exit */
   bool debug;      /* error details in 500 responses, X-Moonport-Alloc */
   bool stats;      /* serve GET /__moonport/stats to loopback clients */
+  bool metrics;    /* serve GET /__moonport/metrics (Prometheus) */
+  mp_cidr_list metrics_allow; /* --metrics-allow: who else may scrape */
   const char *access_log; /* path, "-" for stdout, NULL for none */
   const char *server_header; /* the Server field's value, NULL for none */
   const char *error_log;  /* path, NULL for stderr */

@@ -7,6 +7,8 @@
  *   header   magic, version, the size and policy of every store, where each
  *            starts, and the reload status
  *   slots    nslots mp_worker_slot, 64 bytes each
+ *   metrics  nslots mp_worker_metrics (metrics.h), one per worker: pages
+ *            no worker has written to stay unbacked
  *   stores   one after another, each:
  *     store header  its layout, its roots (LRU ends, free lists, counters)
  *                   and a robust process-shared mutex
@@ -74,9 +76,10 @@
 
 #include "errors.h"
 #include "log.h"
+#include "metrics.h"
 
 #define SHM_MAGIC 0x4853504du /* "MPSH" in little-endian memory */
-#define SHM_VERSION 2u
+#define SHM_VERSION 3u
 
 /* A store's offsets are uint32_t and must stay below 2^31 so that no sum
  * of an offset and a block size can wrap. */
@@ -127,6 +130,7 @@ typedef struct shm_header {
   uint32_t nslots;
   uint32_t nstores;
   uint64_t slots_off;
+  uint64_t metrics_off;
   uint64_t store_off[MP_SHARED_MAX_STORES];
   mp_reload_status reload; /* outside the stores: the master writes it */
 } shm_header;
@@ -176,6 +180,7 @@ struct mp_shared {
   size_t size;
   shm_header *hdr;
   mp_worker_slot *slots;
+  mp_worker_metrics *metrics;
   unsigned nstores;
   mp_store stores[MP_SHARED_MAX_STORES];
 };
@@ -234,7 +239,10 @@ static void plan_segment(unsigned nslots, const store_layout *stores,
   h->nslots = nslots;
   h->nstores = nstores;
   h->slots_off = align64(sizeof(shm_header));
-  uint64_t off = align64(h->slots_off + (uint64_t)nslots * sizeof(mp_worker_slot));
+  h->metrics_off =
+      align64(h->slots_off + (uint64_t)nslots * sizeof(mp_worker_slot));
+  uint64_t off = align64(h->metrics_off +
+                         (uint64_t)nslots * sizeof(mp_worker_metrics));
   for (unsigned i = 0; i < MP_SHARED_MAX_STORES; i++) {
     h->store_off[i] = i < nstores ? off : 0;
     if (i < nstores) off += stores[i].size;
@@ -539,6 +547,7 @@ static void bind_segment(mp_shared *s, int fd, void *base, size_t size) {
   s->size = size;
   s->hdr = base;
   s->slots = (mp_worker_slot *)(void *)(s->base + s->hdr->slots_off);
+  s->metrics = (mp_worker_metrics *)(void *)(s->base + s->hdr->metrics_off);
   s->nstores = s->hdr->nstores;
   for (unsigned i = 0; i < s->nstores; i++) {
     mp_store *st = &s->stores[i];
@@ -639,7 +648,9 @@ static bool segment_sound(const shm_header *h, size_t size) {
   }
   memset(&plan, 0, sizeof plan);
   plan_segment(h->nslots, layouts, h->nstores, &plan);
-  if (plan.size != size || plan.slots_off != h->slots_off) return false;
+  if (plan.size != size || plan.slots_off != h->slots_off ||
+      plan.metrics_off != h->metrics_off)
+    return false;
   for (unsigned i = 0; i < MP_SHARED_MAX_STORES; i++)
     if (plan.store_off[i] != h->store_off[i]) return false;
   return true;
@@ -710,6 +721,11 @@ mp_worker_slot *mp_shared_slot(mp_shared *s, unsigned id) {
 }
 
 unsigned mp_shared_nslots(const mp_shared *s) { return s->hdr->nslots; }
+
+mp_worker_metrics *mp_shared_metrics(mp_shared *s, unsigned id) {
+  if (id == 0 || id > s->hdr->nslots) return NULL;
+  return &s->metrics[id - 1];
+}
 
 uint64_t mp_shared_now_ms(void) {
   struct timespec ts;

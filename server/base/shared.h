@@ -20,7 +20,9 @@
  *
  * A worker slot is written by its worker only (plain stores of aligned
  * words) and read by the master, which uses it to find a worker stuck in a
- * handler.
+ * handler. Beside the slots, each worker has a block of figures
+ * (metrics.h) that any worker reads to answer the stats and metrics
+ * endpoints for all of them.
  */
 #ifndef MP_SHARED_H
 #define MP_SHARED_H
@@ -136,6 +138,10 @@ mp_reload_status *mp_shared_reload(mp_shared *s);
 /* Worker slot `id` (1-based), or NULL when id is out of range. */
 mp_worker_slot *mp_shared_slot(mp_shared *s, unsigned id);
 unsigned mp_shared_nslots(const mp_shared *s);
+
+/* Worker `id`'s figures (metrics.h; 1-based), or NULL when id is out of
+ * range. Written by that worker only, read by any process. */
+struct mp_worker_metrics *mp_shared_metrics(mp_shared *s, unsigned id);
 
 /* The clock TTLs and heartbeats use: CLOCK_MONOTONIC in milliseconds, the
  * same in every process. */

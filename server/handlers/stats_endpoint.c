@@ -12,6 +12,8 @@
 
 #include "conn.h"
 #include "errors.h"
+#include "metrics.h"
+#include "publish.h"
 #include "shared.h"
 #include "str.h"
 
@@ -81,6 +83,75 @@ static int store_json(mp_server *s, mp_buf *out, const char *name,
              "\"entries\":%u},", name, cap, used, entries);
 }
 
+/* The figures every worker published (metrics.h), as "workers" (one
+ * object per worker id, shaped as "worker" is, plus its restarts) and
+ * "total" (their sums). Counters in the blocks run since the master
+ * started, across a worker's replacements; gauges are the current
+ * worker's. Each figure is read once, so total is the sum of the objects
+ * written, whatever workers do meanwhile. */
+static int workers_json(mp_server *s, mp_buf *out) {
+  enum { REQ, ACC, REF, UNSENT, OPEN, HEAP, MALLOCS, HITS, THREADS, PEND,
+         RUN, RESTARTS, NFIG };
+  uint64_t total[NFIG] = {0};
+  unsigned n = mp_shared_nslots(s->shared);
+  mp_publish_all(s); /* this worker's own figures, as of now */
+  int rc = put(out, "\"workers\":[");
+  for (unsigned id = 1; rc == 0 && id <= n; id++) {
+    mp_worker_metrics *m = mp_shared_metrics(s->shared, id);
+    const mp_metrics_scalars *w = &m->w;
+    uint64_t f[NFIG] = {
+        [REQ] = mp_metrics_get(&w->requests),
+        [ACC] = mp_metrics_get(&w->accepted),
+        [REF] = mp_metrics_get(&w->refused),
+        [UNSENT] = mp_metrics_get(&w->unsent_bytes),
+        [OPEN] = mp_metrics_get(&w->connections),
+        [HEAP] = mp_metrics_get(&w->lua_heap_bytes),
+        [MALLOCS] = mp_metrics_get(&w->mallocs),
+        [HITS] = mp_metrics_get(&w->memory_limit_hits),
+        [THREADS] = mp_metrics_get(&w->threads),
+        [PEND] = mp_metrics_get(&w->timers_pending),
+        [RUN] = mp_metrics_get(&w->timers_running),
+        [RESTARTS] = mp_metrics_get(&w->restarts)};
+    for (unsigned i = 0; i < NFIG; i++) total[i] += f[i];
+    rc = put(out,
+             "%s{\"id\":%u,\"pid\":%llu,\"requests\":%llu,"
+             "\"connections\":{\"open\":%llu,\"accepted\":%llu,"
+             "\"refused\":%llu,\"unsent_bytes\":%llu},"
+             "\"lua_heap_bytes\":%llu,\"mallocs\":%llu,"
+             "\"memory_limit_hits\":%llu,\"threads\":%llu,"
+             "\"timers\":{\"pending\":%llu,\"running\":%llu},"
+             "\"restarts\":%llu}",
+             id > 1 ? "," : "", id,
+             (unsigned long long)mp_metrics_get(&w->pid),
+             (unsigned long long)f[REQ], (unsigned long long)f[OPEN],
+             (unsigned long long)f[ACC], (unsigned long long)f[REF],
+             (unsigned long long)f[UNSENT], (unsigned long long)f[HEAP],
+             (unsigned long long)f[MALLOCS], (unsigned long long)f[HITS],
+             (unsigned long long)f[THREADS], (unsigned long long)f[PEND],
+             (unsigned long long)f[RUN], (unsigned long long)f[RESTARTS]);
+  }
+  if (rc == 0)
+    rc = put(out,
+             "],\"total\":{\"workers\":%u,\"requests\":%llu,"
+             "\"connections\":{\"open\":%llu,\"accepted\":%llu,"
+             "\"refused\":%llu,\"unsent_bytes\":%llu},"
+             "\"lua_heap_bytes\":%llu,\"mallocs\":%llu,"
+             "\"memory_limit_hits\":%llu,\"threads\":%llu,"
+             "\"timers\":{\"pending\":%llu,\"running\":%llu},"
+             "\"restarts\":%llu},",
+             n, (unsigned long long)total[REQ],
+             (unsigned long long)total[OPEN], (unsigned long long)total[ACC],
+             (unsigned long long)total[REF],
+             (unsigned long long)total[UNSENT],
+             (unsigned long long)total[HEAP],
+             (unsigned long long)total[MALLOCS],
+             (unsigned long long)total[HITS],
+             (unsigned long long)total[THREADS],
+             (unsigned long long)total[PEND], (unsigned long long)total[RUN],
+             (unsigned long long)total[RESTARTS]);
+  return rc;
+}
+
 int mp_stats_json(mp_server *s, mp_buf *out) {
   const mp_stats *st = &s->stats;
   int rc = put(out,
@@ -97,6 +168,7 @@ int mp_stats_json(mp_server *s, mp_buf *out) {
                (unsigned long long)mp_malloc_count,
                (unsigned long long)st->memory_limit_hits, s->nthreads,
                s->ntimers, s->ntimer_runs);
+  if (rc == 0) rc = workers_json(s, out);
   if (rc == 0) rc = store_json(s, out, "shared", MP_STORE_SHARED);
   if (rc == 0) rc = store_json(s, out, "mock_state", MP_STORE_MOCK);
   if (rc == 0) rc = store_json(s, out, "mock_journal", MP_STORE_JOURNAL);

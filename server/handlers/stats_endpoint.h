@@ -1,8 +1,9 @@
 /*
  * The stats endpoint: GET /__moonport/stats (with --stats), answered by
- * the core to clients on this machine, with the worker's figures, the
- * stores' usage, the per-route figures and what the last reloads did, as
- * JSON. Other clients get whatever the app answers for the path.
+ * the core to clients on this machine, with the answering worker's
+ * figures, every worker's and their sums (from the shared segment), the
+ * stores' usage, the answering worker's per-route figures and what the
+ * last reloads did, as JSON. Other clients get whatever the app answers for the path.
  */
 #ifndef MP_STATS_ENDPOINT_H
 #define MP_STATS_ENDPOINT_H

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "cidr.h"
 #include "http1.h"
 #include "log.h"
 #include "http1_out.h"
@@ -43,7 +44,8 @@ typedef enum {
   OPT_FILE,    /* a path that is not empty nor "-" (const char *) */
   OPT_LISTEN,  /* HOST:PORT into host and port (no field of its own) */
   OPT_WORKERS, /* "auto" or a count (unsigned), and workers_auto */
-  OPT_SERVER   /* "off" (NULL) or a field value (const char *) */
+  OPT_SERVER,  /* "off" (NULL) or a field value (const char *) */
+  OPT_CIDRS    /* an address range, added to a list (mp_cidr_list) */
 } opt_kind;
 
 typedef struct option {
@@ -236,6 +238,13 @@ static const option options[] = {
      "the Server field of every response: NAME, or none with off"},
     {"--stats", OPT_SET, NULL, FLAG(stats), NULL, 0, 0, NULL,
      "serve GET /__moonport/stats (JSON) to loopback clients"},
+    {"--metrics", OPT_SET, NULL, FLAG(metrics), NULL, 0, 0, NULL,
+     "serve GET /__moonport/metrics (Prometheus text format) to loopback "
+     "clients and those --metrics-allow names"},
+    {"--metrics-allow", OPT_CIDRS, "CIDR", FIELD(metrics_allow, mp_cidr_list),
+     NULL, 0, MP_CIDR_MAX, NULL,
+     "with --metrics: clients in CIDR (10.0.0.0/8, 2001:db8::/32, or one "
+     "address) may scrape too; repeatable"},
     {"--check", OPT_SET, NULL, FLAG(check), NULL, 0, 0, NULL,
      "load the app, print its routes and exit"},
     {"--debug", OPT_SET, NULL, FLAG(debug), NULL, 0, 0, NULL,
@@ -553,6 +562,20 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
       memcpy(at, &value, sizeof value);
       return MP_CONFIG_RUN;
     }
+    case OPT_CIDRS: {
+      mp_cidr_list *list = (mp_cidr_list *)(void *)at;
+      mp_cidr net;
+      if (mp_cidr_parse(v, &net) != 0)
+        return bad_value(o->name, v,
+                         "expected an IPv4 or IPv6 address, with /BITS or not");
+      if (list->n >= o->max) {
+        char why[64];
+        snprintf(why, sizeof why, "at most %" PRIu64 " ranges", o->max);
+        return bad_value(o->name, v, why);
+      }
+      list->nets[list->n++] = net;
+      return MP_CONFIG_RUN;
+    }
     case OPT_SET:
     case OPT_CLEAR:
     case OPT_HELP:
@@ -646,6 +669,10 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
   }
   if (cfg->app == NULL && cfg->mock_dir == NULL && cfg->json_db == NULL) {
     fprintf(stderr, "moonport: no APP.lua given (see --help)\n");
+    return MP_CONFIG_USAGE;
+  }
+  if (cfg->metrics_allow.n > 0 && !cfg->metrics) {
+    fprintf(stderr, "moonport: --metrics-allow goes with --metrics\n");
     return MP_CONFIG_USAGE;
   }
   if (cfg->json_db == NULL &&

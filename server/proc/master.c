@@ -53,6 +53,7 @@
 #include "control.h"
 #include "errors.h"
 #include "log.h"
+#include "metrics.h"
 #include "shared.h"
 #include "watch.h"
 #include "worker.h"
@@ -179,6 +180,8 @@ static void on_worker_exit(uv_process_t *proc, int64_t status, int sig) {
     return;
   }
   uint64_t now = uv_now(&m->loop);
+  /* The master is the one writer of this figure in the worker's block. */
+  mp_metrics_add(&mp_shared_metrics(m->shared, in->id)->w.restarts, 1);
   if (in->ready) {
     mp_log(MP_LOG_ERROR, "worker %u (pid %d) %s; starting a new one",
            in->id, proc->pid, how);

@@ -28,17 +28,46 @@
 #include "http1_out.h"
 #include "log.h"
 #include "master.h"
+#include "metrics.h"
+#include "metrics_endpoint.h"
 #include "request.h"
 #include "pg.h"
+#include "publish.h"
 #include "socket.h"
 #include "static.h"
 #include "stats_endpoint.h"
 #include "timer.h"
 
+/* The worker's outbound figures, and the gauges that take a walk over
+ * the connections, into its block of the shared segment (publish.h): once
+ * a second is fresh enough for gauges. */
+static void publish_figures(mp_server *srv) {
+  mp_worker_metrics *m = srv->metrics;
+  if (m == NULL || !(srv->cfg->stats || srv->cfg->metrics)) return;
+  unsigned in_use, idle, pg_ready;
+  uint64_t pg_failures;
+  mp_upstream_counts(&in_use, &idle);
+  mp_pg_counts(&pg_ready, &pg_failures);
+  mp_metrics_set(&m->w.upstream_in_use, in_use);
+  mp_metrics_set(&m->w.upstream_idle, idle);
+  mp_metrics_set(&m->w.upstream_errors, mp_upstream_connect_errors());
+  mp_metrics_set(&m->w.pg_connections, pg_ready);
+  mp_metrics_set(&m->w.pg_errors, pg_failures);
+  mp_publish_all(srv);
+}
+
 static void on_sweep(uv_timer_t *t) {
   mp_worker *w = t->data;
   mp_conn_sweep(&w->srv);
   mp_request_sweep(&w->srv);
+  publish_figures(&w->srv);
+}
+
+/* The core's own endpoints, before routing: GET /__moonport/stats and
+ * /__moonport/metrics, each when its option is on. */
+static bool core_endpoints(mp_server *s, mp_request *r) {
+  if (s->cfg->stats && mp_stats_endpoint(s, r)) return true;
+  return s->cfg->metrics && mp_metrics_endpoint(s, r);
 }
 
 static void on_log_flush(uv_check_t *h) {
@@ -234,7 +263,7 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
   mp_server_init(srv, uv_default_loop(), cfg, id, shared);
   srv->on_drained = on_drained;
   if (mp_upstream_init(srv) != 0 || mp_pg_init(srv) != 0) return MP_NOMEM;
-  if (cfg->stats) srv->intercept = mp_stats_endpoint;
+  if (cfg->stats || cfg->metrics) srv->intercept = core_endpoints;
   srv->serve_file = mp_static_serve;
   mp_http1_set_server(cfg->server_header); /* checked by mp_config_parse */
   signal(SIGPIPE, SIG_IGN);

@@ -43,8 +43,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cidr.h"
 #include "errors.h"
 #include "log.h"
+#include "publish.h"
 #include "request.h"
 #include "response.h"
 #include "stream.h"
@@ -133,6 +135,12 @@ int mp_conn_socket_dup(mp_conn *c) {
   if (rc != 0) return rc;
   int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   return copy >= 0 ? copy : -errno;
+}
+
+bool mp_conn_peer_in(mp_conn *c, const mp_cidr_list *list) {
+  struct sockaddr_storage addr;
+  if (list->n == 0 || peer_addr(c, &addr) != 0) return false;
+  return mp_cidr_list_contains(list, (const struct sockaddr *)&addr);
 }
 
 bool mp_conn_is_loopback(mp_conn *c) {
@@ -317,6 +325,7 @@ static void conn_close(mp_conn *c) {
   if (c->next != NULL) c->next->prev = c->prev;
   s->nconns--;
   if (s->slot != NULL) s->slot->conns = (int32_t)s->nconns;
+  if (s->cfg->stats || s->cfg->metrics) mp_publish_worker(s);
   mp_stream_close(&c->stream, c->reset, on_close);
   mp_server_conn_closed(s);
 }
@@ -509,6 +518,10 @@ static void protocol_error(mp_conn *c) {
   int n = mp_response_error_to(c->srv, &c->out, c->h1.status, text, true, NULL, 0);
   c->close_after_flush = true;
   c->srv->stats.requests++;
+  if (c->srv->cfg->metrics)
+    mp_publish_invalid(c->srv, c->h1.status, 0, n > 0 ? (uint64_t)n : 0);
+  else if (c->srv->cfg->stats)
+    mp_publish_worker(c->srv);
   mp_access_entry e = {.host = mp_conn_peer_name(c), .request = "-",
                        .request_len = 1, .status = c->h1.status,
                        .bytes = n > 0 ? (uint64_t)n : 0};
@@ -731,6 +744,7 @@ void mp_conn_accept(mp_server *s, uv_stream_t *listener) {
     conn_close(c);
     return;
   }
+  if (s->cfg->stats || s->cfg->metrics) mp_publish_worker(s);
   update_reading(c);
 }
 

@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "errors.h"
 #include "log.h"
+#include "publish.h"
 #include "response.h"
 #include "stats.h"
 #include "str.h"
@@ -308,7 +309,9 @@ bool mp_request_start(mp_request *r, const char *head, bool body_done) {
   r->match.route = NULL;
   r->id_len = 0;
   r->compress = 0;
-  if (s->cfg->stats || mp_access_log_enabled()) r->start_ns = uv_hrtime();
+  r->answered_by = MP_BY_ROUTER;
+  if (s->cfg->stats || s->cfg->metrics || mp_access_log_enabled())
+    r->start_ns = uv_hrtime();
   if (s->cfg->request_id) {
     size_t n;
     const char *id = mp_request_id(r, &n);
@@ -316,13 +319,17 @@ bool mp_request_start(mp_request *r, const char *head, bool body_done) {
   }
   size_t plen;
   const char *path = mp_request_path(r, &plen);
-  if (s->intercept != NULL && s->intercept(s, r)) return true;
+  if (s->intercept != NULL && s->intercept(s, r)) {
+    r->answered_by = MP_BY_CORE;
+    return true;
+  }
   if (plen == 1 && path[0] == '*') { /* the parser lets only OPTIONS have it */
     send_server_options(r);
     return true;
   }
   if (s->files != NULL && s->serve_file != NULL) {
     int rc = s->serve_file(s, r);
+    if (rc == 0 || rc == MP_AGAIN) r->answered_by = MP_BY_FILES;
     if (rc == 0) return true;
     if (rc == MP_AGAIN) return false;
   }
@@ -358,6 +365,7 @@ void mp_request_route(mp_request *r) {
     finish_detached(r);
     return;
   }
+  r->answered_by = MP_BY_ROUTER; /* the files declined it after all */
   mp_charge *was = mp_charge_switch(&r->charge);
   bool over = route(r);
   mp_charge_switch(was);
@@ -368,8 +376,11 @@ void mp_request_account(mp_request *r) {
   mp_server *s = r->srv;
   s->stats.requests++;
   bool log = mp_access_log_enabled();
-  if (!s->cfg->stats && !log) return;
+  if (!s->cfg->stats && !s->cfg->metrics && !log) return;
   uint64_t ns = uv_hrtime() - r->start_ns;
+  /* Published before the response's last bytes are flushed (publish.h). */
+  if (s->cfg->metrics) mp_publish_request(r, ns);
+  if (s->cfg->stats || s->cfg->metrics) mp_publish_worker(s);
   /* Per-route figures are the current code's: a request that finished on
    * code since replaced is counted in the totals only. */
   if (r->match.route != NULL && r->code == s->code)

@@ -43,6 +43,13 @@ typedef enum {
   MP_RES_DONE       /* complete */
 } mp_res_state;
 
+/* Who answered a request (mp_request.answered_by), for its metrics. */
+enum {
+  MP_BY_ROUTER = 0, /* a route's handler, or the router's miss */
+  MP_BY_CORE = 1,   /* the server's intercept: the /__moonport/ endpoints */
+  MP_BY_FILES = 2   /* the app's static files (serve_file) */
+};
+
 /* The longest request id (mp_request_id). */
 #define MP_REQUEST_ID_MAX 64
 
@@ -60,6 +67,7 @@ struct mp_request {
   char peer[48];             /* the client's address, kept when detached */
   uint8_t id_len;            /* its request id (mp_request_id), 0: none yet */
   uint8_t compress;          /* its compression rule (compress.h), 0: none */
+  uint8_t answered_by;       /* MP_BY_*: who answered, for its metrics */
   void *gz;                  /* a compressed stream's deflate state, or NULL */
   char id[MP_REQUEST_ID_MAX];
   const char *head; /* first byte of the message in the connection's buffer */

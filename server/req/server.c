@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "errors.h"
 #include "http1_out.h"
+#include "publish.h"
 #include "request.h"
 #include "timer.h"
 
@@ -24,6 +25,7 @@ int mp_server_init(mp_server *s, uv_loop_t *loop, const mp_config *cfg,
   s->id = id;
   s->shared = shared;
   s->slot = mp_shared_slot(shared, id);
+  mp_publish_attach(s);
   s->limits.max_header_size = cfg->max_header_size;
   s->limits.max_body_size = cfg->max_body_size;
   s->limits.max_headers = cfg->max_headers;

@@ -80,6 +80,10 @@ struct mp_server {
   uv_check_t retire;
 
   mp_stats stats; /* per-route figures are the current code's */
+  /* The worker's block of figures in the shared segment (publish.h), and
+   * what its counters held when this process took the worker's place. */
+  struct mp_worker_metrics *metrics;
+  uint64_t metrics_base[5];
 
   mp_pool conn_pool; /* connection records */
   mp_pool req_pool;  /* uv_write_t and uv_shutdown_t, while in flight */

@@ -21,6 +21,9 @@ typedef struct mp_route_stats {
   uint64_t c_bytes;
   uint64_t lua_max;
   uint32_t hist[MP_HIST_BUCKETS];
+  /* Its requests' series in the shared segment (publish.h) for the
+   * route's own method, found on first use; NULL until then. */
+  struct mp_metrics_series *series;
 } mp_route_stats;
 
 typedef struct mp_stats {

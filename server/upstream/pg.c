@@ -146,6 +146,8 @@ static struct {
   unsigned ncorked, corked_cap;
   uv_prepare_t *turn_end;
   void (*release_next)(mp_request *r);
+  uint64_t failures; /* connections lost or not made, while serving */
+  bool freeing;      /* free_conn is taking one down: not a failure */
 } pg;
 
 #define NO_OP UINT32_MAX
@@ -449,6 +451,7 @@ static void down(pgconn *c, const char *message) {
   size_t n = strlen(message);
   while (n > 0 && (message[n - 1] == '\n' || message[n - 1] == ' ')) n--;
   snprintf(why, sizeof why, "%.*s", (int)n, message);
+  if (!pg.freeing) pg.failures++;
   forget_cork(c);
   drop_poll(c);
   if (c->pg != NULL) PQfinish(c->pg);
@@ -706,9 +709,23 @@ static void retry_closed(uv_handle_t *h) {
 static void free_conn(pgconn *c) {
   if (c == NULL) return;
   c->next_attempt = 0;
+  pg.freeing = true;
   down(c, "server closing");
+  pg.freeing = false;
   fail_all(c, "server closing");
   uv_close((uv_handle_t *)&c->retry, retry_closed);
+}
+
+void mp_pg_counts(unsigned *ready, uint64_t *failures) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < pg.nclients; i++) {
+    const pgclient *cl = &pg.clients[i];
+    for (unsigned k = 0; k < cl->size && k < MAX_POOL; k++)
+      if (cl->conns[k] != NULL && cl->conns[k]->state == C_READY) n++;
+    if (cl->listener != NULL && cl->listener->state == C_READY) n++;
+  }
+  *ready = n;
+  *failures = pg.failures;
 }
 
 /* ---- Sending ---- */

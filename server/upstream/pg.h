@@ -34,6 +34,10 @@ int mp_pg_init(mp_server *s);
 /* Closes every connection; operations still waiting fail. */
 void mp_pg_close(void);
 
+/* PostgreSQL connections up now, and connections lost or refused since
+ * the worker began (for the metrics). */
+void mp_pg_counts(unsigned *ready, uint64_t *failures);
+
 /* The client for conninfo with pool_size pipelined connections (made now,
  * connecting on first use; the same one when asked again, across
  * reloads). Returns its id (>= 0) or MP_NOMEM. Does no I/O. */

@@ -61,6 +61,7 @@ static struct {
   uint32_t nfree;
   mp_usock *busy;   /* sockets with an operation in progress */
   unsigned in_use, idle;
+  uint64_t connect_errors; /* connects that failed, since the worker began */
   mp_pool rbufs;    /* the read buffers' first blocks */
 } up;
 
@@ -351,6 +352,7 @@ static void on_connected(mp_stream *st, int status) {
   mp_usock *s = st->data;
   if (s->state != US_CONNECTING) return; /* closed meanwhile */
   if (status != 0) {
+    up.connect_errors++;
     mp__usock_close(s, status);
     return;
   }
@@ -941,6 +943,8 @@ void mp_upstream_counts(unsigned *in_use, unsigned *idle) {
   *in_use = up.in_use;
   *idle = up.idle;
 }
+
+uint64_t mp_upstream_connect_errors(void) { return up.connect_errors; }
 
 /* ---- The worker ---- */
 

@@ -153,4 +153,8 @@ int mp_usock_option(double handle, int option, int value);
 /* Sockets open, in use and idle in pools (for the stats and the specs). */
 void mp_upstream_counts(unsigned *in_use, unsigned *idle);
 
+/* TCP connects that failed (refused, unreachable, timed out) since the
+ * worker began (for the metrics). */
+uint64_t mp_upstream_connect_errors(void);
+
 #endif

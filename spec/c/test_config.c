@@ -12,7 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "check.h"
+#include "cidr.h"
 #include "config.h"
 
 /* Every field of mp_config, to name the ones a parse changed. */
@@ -32,7 +36,8 @@ static const struct field {
     F(idle_timeout_ms), F(shutdown_timeout_ms), F(header_timeout_ms),
     F(body_timeout_ms), F(write_timeout_ms), F(max_body_size),
     F(max_header_size), F(max_headers), F(max_connections),
-    F(resolver_cache_ms), F(tls_ca), F(pg), F(pg_timeout_ms),
+    F(resolver_cache_ms), F(tls_ca), F(pg), F(pg_timeout_ms), F(metrics),
+    F(metrics_allow),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -83,6 +88,7 @@ static void test_defaults(void) {
   CHECK_EQ_INT(d->port, 8080);
   CHECK(d->app != NULL && strcmp(d->app, "app.lua") == 0);
   CHECK(!d->check && !d->debug && !d->stats && !d->admin_cors);
+  CHECK(!d->metrics && d->metrics_allow.n == 0);
   CHECK(d->cors && d->watch);
   CHECK(d->access_log == NULL && d->error_log == NULL);
   CHECK(strcmp(d->access_log_format, "moonport") == 0 && !d->request_id);
@@ -168,6 +174,8 @@ static const setting settings[] = {
     {"--admin-cors", NULL, "admin_cors", 1, NULL},
     {"--no-watch", NULL, "watch", 0, NULL},
     {"--stats", NULL, "stats", 1, NULL},
+    {"--metrics", NULL, "metrics", 1, NULL},
+    {"--metrics-allow", "10.1.0.0/16", "metrics_allow", 0, NULL},
     {"--check", NULL, "check", 1, NULL},
     {"--debug", NULL, "debug", 1, NULL},
     {"--record-mappings", NULL, "record_mappings", 1, NULL},
@@ -233,6 +241,14 @@ static void test_each_option_sets_its_field_only(void) {
                     : PARSE(&got, "--json-db", "d.json", s->option);
       want.app = NULL;
       want.json_db = got.json_db;
+    } else if (strcmp(s->option, "--metrics-allow") == 0) {
+      /* It goes with --metrics; the range it adds is checked in
+       * test_metrics_allow. */
+      rc = PARSE(&got, "--metrics", s->option, s->value, "app.lua");
+      want.app = got.app;
+      want.metrics = true;
+      want.metrics_allow = got.metrics_allow;
+      CHECK_EQ_INT(got.metrics_allow.n, 1);
     } else if (strcmp(s->option, "--record-mappings") == 0) {
       /* It records what --proxy-all answers into the --mock directory. */
       rc = PARSE(&got, "--mock", "d", "--proxy-all", "http://r.test", s->option);
@@ -246,6 +262,10 @@ static void test_each_option_sets_its_field_only(void) {
       want.app = got.app;
     }
     CHECK_EQ_INT(rc, MP_CONFIG_RUN);
+    if (strcmp(s->field, "metrics_allow") == 0) {
+      same_fields(s->option, &got, &want);
+      continue;
+    }
     if (s->field[0] != '\0') {
       const struct field *f = field_named(s->field);
       CHECK(f != NULL);
@@ -476,6 +496,53 @@ static void test_special_values(void) {
                MP_CONFIG_RUN);
 }
 
+/* --metrics-allow: repeatable ranges, IPv4 and IPv6, matched against
+ * addresses as the endpoint does; only with --metrics. */
+static void test_metrics_allow(void) {
+  mp_config cfg;
+  CHECK_EQ_INT(PARSE(&cfg, "--metrics", "--metrics-allow", "10.1.0.0/16",
+                     "--metrics-allow", "2001:db8::/32", "--metrics-allow",
+                     "192.0.2.7", "app.lua"),
+               MP_CONFIG_RUN);
+  CHECK_EQ_INT(cfg.metrics_allow.n, 3);
+  struct sockaddr_in in4 = {.sin_family = AF_INET};
+  struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+  const struct {
+    const char *addr;
+    bool in;
+  } cases[] = {
+      {"10.1.200.3", true},     {"10.2.0.1", false},  {"192.0.2.7", true},
+      {"192.0.2.8", false},     {"2001:db8:5::1", true},
+      {"2001:db9::1", false},   {"::ffff:10.1.0.9", true},
+      {"::ffff:10.3.0.9", false}, {"127.0.0.1", false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const struct sockaddr *sa;
+    if (inet_pton(AF_INET, cases[i].addr, &in4.sin_addr) == 1) {
+      sa = (const struct sockaddr *)&in4;
+    } else {
+      CHECK(inet_pton(AF_INET6, cases[i].addr, &in6.sin6_addr) == 1);
+      sa = (const struct sockaddr *)&in6;
+    }
+    check_count++;
+    if (mp_cidr_list_contains(&cfg.metrics_allow, sa) != cases[i].in) {
+      check_failures++;
+      fprintf(stderr, "--metrics-allow: %s should%s match\n", cases[i].addr,
+              cases[i].in ? "" : " not");
+    }
+  }
+  refused("--metrics-allow", "10.0.0.0/33",
+          "moonport: --metrics-allow: invalid value '10.0.0.0/33': expected "
+          "an IPv4 or IPv6 address, with /BITS or not\n");
+  refused("--metrics-allow", "example.com",
+          "moonport: --metrics-allow: invalid value 'example.com': expected "
+          "an IPv4 or IPv6 address, with /BITS or not\n");
+  CHECK_EQ_INT(PARSE(&cfg, "--metrics-allow", "10.0.0.0/8", "app.lua"),
+               MP_CONFIG_USAGE);
+  CHECK(strcmp(output, "moonport: --metrics-allow goes with --metrics\n") ==
+        0);
+}
+
 int main(void) {
   int fd = mkstemp(out_path);
   if (fd < 0) return 2;
@@ -486,6 +553,7 @@ int main(void) {
   test_help_shows_defaults();
   test_bounds();
   test_special_values();
+  test_metrics_allow();
   unlink(out_path);
   return check_report("test_config");
 }
