@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cidr.h"
+
 /* The most worker processes --workers accepts. */
 #define MP_MAX_WORKERS 512
 
@@ -70,6 +72,10 @@ typedef struct mp_config {
                                   for the system store */
   const char *pg;              /* --pg CONNINFO: moonport.pg's default */
   uint64_t pg_timeout_ms;      /* a query's default timeout */
+  /* Deployment: */
+  const char *user;     /* --user USER[:GROUP]: who the server runs as, or NULL */
+  const char *pid_file; /* --pid-file PATH: the master's pid, or NULL */
+  mp_cidr_list trusted_proxies; /* --trusted-proxy CIDR, each one given */
 } mp_config;
 
 enum {

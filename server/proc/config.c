@@ -39,7 +39,9 @@ typedef enum {
   OPT_FILE,    /* a path that is not empty nor "-" (const char *) */
   OPT_LISTEN,  /* HOST:PORT into host and port (no field of its own) */
   OPT_WORKERS, /* "auto" or a count (unsigned), and workers_auto */
-  OPT_SERVER   /* "off" (NULL) or a field value (const char *) */
+  OPT_SERVER,  /* "off" (NULL) or a field value (const char *) */
+  OPT_CIDRS    /* an address range, added to a list (mp_cidr_list) each
+                  time the option is given */
 } opt_kind;
 
 typedef struct option {
@@ -67,6 +69,7 @@ typedef struct option {
 #define SIZE(f) FIELD(f, size_t)
 #define COUNT(f) FIELD(f, unsigned)
 #define TEXT(f) FIELD(f, const char *)
+#define CIDRS(f) FIELD(f, mp_cidr_list)
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -230,6 +233,18 @@ static const option options[] = {
     {"--server-header", OPT_SERVER, "off|NAME", TEXT(server_header),
      "moonport", 0, MP_H1_SERVER_MAX, NULL,
      "the Server field of every response: NAME, or none with off"},
+    /* Deployment. */
+    {"--user", OPT_TEXT, "USER[:GROUP]", TEXT(user), NULL, 0, 0,
+     "a user name",
+     "started as root: bind the port, open the logs and the pid file, then "
+     "run the master and workers as USER (and GROUP, else USER's group)"},
+    {"--pid-file", OPT_FILE, "PATH", TEXT(pid_file), NULL, 0, 0, "a path",
+     "write the master's pid to PATH once it serves, remove it at exit; "
+     "refuse to start while a running moonport holds it"},
+    {"--trusted-proxy", OPT_CIDRS, "CIDR", CIDRS(trusted_proxies), NULL, 0,
+     MP_CIDR_MAX, NULL,
+     "a peer in this range (a proxy) has req.remote_addr taken from "
+     "X-Forwarded-For (the rightmost address not trusted); repeatable"},
     {"--stats", OPT_SET, NULL, FLAG(stats), NULL, 0, 0, NULL,
      "serve GET /__moonport/stats (JSON) to loopback clients"},
     {"--check", OPT_SET, NULL, FLAG(check), NULL, 0, 0, NULL,
@@ -418,6 +433,21 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
         return bad_value(o->name, v, why);
       }
       memcpy(at, &value, sizeof value);
+      return MP_CONFIG_RUN;
+    }
+    case OPT_CIDRS: {
+      mp_cidr_list list;
+      memcpy(&list, at, sizeof list);
+      if (list.n == o->max) {
+        char why[64];
+        snprintf(why, sizeof why, "at most %" PRIu64 " ranges", o->max);
+        return bad_value(o->name, v, why);
+      }
+      if (mp_cidr_parse(v, &list.v[list.n]) != 0)
+        return bad_value(o->name, v,
+                         "expected an IPv4 or IPv6 address, or ADDR/BITS");
+      list.n++;
+      memcpy(at, &list, sizeof list);
       return MP_CONFIG_RUN;
     }
     case OPT_SET:
