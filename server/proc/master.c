@@ -225,6 +225,14 @@ static void worker_ready(master *m, incarnation *in) {
   m->nready++;
   if (!m->started && m->nready == m->cfg->workers) {
     m->started = true;
+    /* The pid file first, so that whoever reads the line finds it. */
+    if (m->pid_fd >= 0) {
+      int rc = mp_pidfile_write(m->pid_fd);
+      if (rc != 0)
+        mp_log(MP_LOG_ERROR, "--pid-file: cannot write %s: %s",
+               m->cfg->pid_file, mp_strerror(rc));
+      m->pid_written = rc == 0;
+    }
     unsigned r = m->nroutes, w = m->cfg->workers;
     const char *what, *name;
     mp_config_source(m->cfg, &what, &name);
@@ -233,13 +241,6 @@ static void worker_ready(master *m, incarnation *in) {
            MP_VERSION, m->listeners.addr, r, r == 1 ? "" : "s", what, name, w,
            w == 1 ? "" : "s");
     fflush(stdout);
-    if (m->pid_fd >= 0) {
-      int rc = mp_pidfile_write(m->pid_fd);
-      if (rc != 0)
-        mp_log(MP_LOG_ERROR, "--pid-file: cannot write %s: %s",
-               m->cfg->pid_file, mp_strerror(rc));
-      m->pid_written = rc == 0;
-    }
     if (mp_upgrade_child_ready())
       mp_log(MP_LOG_INFO, "upgrade: serving; the old master (pid %d) drains",
              (int)getppid());
