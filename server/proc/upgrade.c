@@ -3,7 +3,7 @@
  *
  * The old master's side owns two handles: the new master's process and
  * the read end of its ready pipe. The callback runs once: at the ready
- * byte, or when the process exits or the pipe ends without one. Once the
+ * byte, or when the process exits without having sent it. Once the
  * new master is ready, the process handle is closed but the process is
  * not killed: it is the server now, and outlives this one.
  *
@@ -68,10 +68,9 @@ static void on_ready(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   (void)buf;
   if (n == 0) return;
   uv_read_stop(s);
-  if (n > 0)
-    finish(u, true, NULL);
-  else
-    finish(u, false, "closed its ready pipe without a word");
+  /* End of file without the byte: the new master is exiting (nothing else
+   * holds the pipe: it is close-on-exec there), and its exit says how. */
+  if (n > 0) finish(u, true, NULL);
 }
 
 mp_upgrade *mp_upgrade_start(uv_loop_t *loop, const char *exe, char **argv,

@@ -229,3 +229,172 @@ describe("--user", function()
     assert.truthy(err:find("no such user", 1, true), err)
   end)
 end)
+
+-- A load client in a forked process: requests GET /mark (or target) in a
+-- loop until
+-- `deadline`, on one keep-alive connection or a new connection each time,
+-- and writes "ok fail retried mark=count..." and its first failures to
+-- `out`. A request sent on a reused keep-alive connection that the server
+-- closed before any byte of an answer (it was idle when its worker began
+-- to drain) is sent again on a new connection, as HTTP clients do (RFC
+-- 9112, 9.3.1); any other error, and any answer but 200, is a failure.
+local function load_client(port, keepalive, deadline, out, target)
+  local ok, fail, retried, marks, errors = 0, 0, 0, {}, {}
+  local c, reused
+  local req = "GET " .. (target or "/mark") .. " HTTP/1.1\r\nHost: t\r\n" ..
+    (keepalive and "" or "Connection: close\r\n") .. "\r\n"
+  local function failed(why)
+    fail = fail + 1
+    if #errors < 5 then errors[#errors + 1] = why end
+    if c then c:close() end
+    c = nil
+  end
+  while socket.gettime() < deadline do
+    if c == nil then
+      c = socket.tcp()
+      c:settimeout(5)
+      local done, err = c:connect("127.0.0.1", port)
+      reused = false
+      if not done then
+        failed("connect: " .. tostring(err))
+        goto next
+      end
+    end
+    do
+      local sent, serr = c:send(req)
+      local line, err = nil, serr
+      if sent then line, err = c:receive("*l") end
+      if not line then
+        c:close()
+        c = nil
+        if reused then retried = retried + 1 else failed("no answer: " .. tostring(err)) end
+        goto next
+      end
+      local status = tonumber(line:match("^HTTP/1%.1 (%d+)"))
+      local length, close = 0, not keepalive
+      repeat
+        local h = c:receive("*l")
+        if h == nil then break end
+        local n = h:match("^[Cc]ontent%-[Ll]ength:%s*(%d+)")
+        if n then length = tonumber(n) end
+        if h:lower():match("^connection:%s*close") then close = true end
+      until h == ""
+      local body = length > 0 and c:receive(length) or ""
+      if status ~= 200 or body == nil then
+        failed("answer: " .. line)
+        goto next
+      end
+      ok = ok + 1
+      marks[body] = (marks[body] or 0) + 1
+      if close then
+        c:close()
+        c = nil
+      else
+        reused = true
+      end
+    end
+    ::next::
+  end
+  if c then c:close() end
+  local f = io.open(out, "w")
+  local parts = { ok, fail, retried }
+  for mark, n in pairs(marks) do parts[#parts + 1] = mark .. "=" .. n end
+  f:write(table.concat(parts, " "), "\n", table.concat(errors, "\n"), "\n")
+  f:close()
+end
+
+describe("a binary upgrade (SIGUSR2)", function()
+  it("hands the sockets to a new master under load, with no failed request", function()
+    -- The new master is the old one's child: once the old one exits it
+    -- becomes this process's, to be reaped here.
+    ffi.C.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    local dir = helpers.scratch_dir()
+    support.defer(function() helpers.remove_dir(dir) end)
+    local mark, pidfile = dir .. "/mark", dir .. "/moonport.pid"
+    helpers.write_file(mark, "old\n")
+    local server = support.start(APP, { "--workers", "2", "--no-watch",
+      "--pid-file", pidfile }, { env = { DEPLOY_MARK_FILE = mark } })
+    local new_master
+    support.defer(function()
+      if new_master and exists(new_master) then
+        signal.kill(new_master, signal.SIGKILL)
+        wait.wait(new_master)
+      end
+    end)
+    local start = socket.gettime()
+    local deadline = start + 4
+    local clients = {}
+    -- Two clients on keep-alive connections, two on a new connection per
+    -- request, and four whose requests take 300 ms, so that some are in
+    -- flight on the old workers when they begin to drain.
+    for i = 1, 8 do
+      local out = ("%s/client%d"):format(dir, i)
+      local pid = assert(unistd.fork())
+      if pid == 0 then
+        pcall(load_client, server.port, i % 2 == 0, deadline, out,
+          i > 4 and "/slow?ms=300" or "/mark")
+        unistd._exit(0)
+      end
+      clients[i] = { pid = pid, out = out, keepalive = i % 2 == 0 }
+    end
+    process.nap(1)
+    -- The new binary's app answers differently.
+    helpers.write_file(mark, "new\n")
+    signal.kill(server.pid, signal.SIGUSR2)
+    -- The old master hands over, drains and exits.
+    assert.truthy(helpers.eventually(function() return not server:alive() end, 10),
+      "the old master did not exit")
+    local handover = socket.gettime() - start
+    new_master = tonumber(helpers.read_file(pidfile))
+    assert.truthy(new_master and new_master ~= server.pid, helpers.read_file(pidfile))
+    local totals = { ok = 0, fail = 0, retried = 0, old = 0, new = 0 }
+    for _, c in ipairs(clients) do
+      wait.wait(c.pid)
+      local text = helpers.read_file(c.out)
+      local ok, fail, retried = text:match("^(%d+) (%d+) (%d+)")
+      assert.truthy(ok, text)
+      totals.ok = totals.ok + tonumber(ok)
+      totals.fail = totals.fail + tonumber(fail)
+      totals.retried = totals.retried + tonumber(retried)
+      totals.old = totals.old + tonumber(text:match("old=(%d+)") or 0)
+      totals.new = totals.new + tonumber(text:match("new=(%d+)") or 0)
+      assert.equal("0", fail, text)
+    end
+    print(("\nupgrade under load: %d requests in 4 s, %d failed, %d resent on "
+      .. "a keep-alive connection closed idle, %d by the old binary, %d by the "
+      .. "new; the old master exited %.2f s in"):format(totals.ok, totals.fail,
+      totals.retried, totals.old, totals.new, handover))
+    assert.equal(0, totals.fail)
+    assert.is_true(totals.old > 0 and totals.new > 0)
+    assert.equal(totals.ok, totals.old + totals.new)
+    -- The new master serves, with the old one's pid file, and stops cleanly.
+    local status, body = get(server.port, "/mark")
+    assert.equal(200, status)
+    assert.equal("new", body)
+    signal.kill(new_master, signal.SIGTERM)
+    local _, reason, code = wait.wait(new_master)
+    assert.equal("exited", reason)
+    assert.equal(0, code)
+    new_master = nil
+    assert.is_nil(io.open(pidfile))
+    -- The old master's exit (0), and no sanitizer report from either.
+    server:wait(1)
+  end)
+
+  it("keeps the old master serving when the new one cannot start", function()
+    local dir = helpers.scratch_dir()
+    support.defer(function() helpers.remove_dir(dir) end)
+    local app = dir .. "/app.lua"
+    helpers.write_file(app, helpers.read_file(APP))
+    local pidfile = dir .. "/moonport.pid"
+    local server = support.start(app, { "--no-watch", "--pid-file", pidfile })
+    helpers.write_file(app, "error('broken')\n")
+    signal.kill(server.pid, signal.SIGUSR2)
+    assert.truthy(helpers.eventually(function()
+      return server:stderr():find("upgrade failed: the new master %(pid %d+%) exited with status 1")
+    end), server:stderr())
+    assert.is_true(server:alive())
+    assert.equal(200, (get(server.port, "/pid")))
+    assert.equal(tostring(server.pid) .. "\n", helpers.read_file(pidfile))
+  end)
+end)
