@@ -11,20 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* An address range, as --metrics-allow gives it (net/cidr.h matches). */
-typedef struct mp_cidr {
-  uint8_t family; /* 4 or 6 */
-  uint8_t bits;   /* prefix length */
-  uint8_t addr[16]; /* network order; IPv4 in the first 4 bytes */
-} mp_cidr;
-
-/* The most ranges a repeatable CIDR option keeps. */
-#define MP_CIDR_MAX 16
-
-typedef struct mp_cidr_list {
-  unsigned n;
-  mp_cidr nets[MP_CIDR_MAX];
-} mp_cidr_list;
+#include "cidr.h"
 
 /* The most worker processes --workers accepts. */
 #define MP_MAX_WORKERS 512
@@ -87,6 +74,10 @@ typedef struct mp_config {
                                   for the system store */
   const char *pg;              /* --pg CONNINFO: moonport.pg's default */
   uint64_t pg_timeout_ms;      /* a query's default timeout */
+  /* Deployment: */
+  const char *user;     /* --user USER[:GROUP]: who the server runs as, or NULL */
+  const char *pid_file; /* --pid-file PATH: the master's pid, or NULL */
+  mp_cidr_list trusted_proxies; /* --trusted-proxy CIDR, each one given */
 } mp_config;
 
 enum {

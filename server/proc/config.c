@@ -45,7 +45,8 @@ typedef enum {
   OPT_LISTEN,  /* HOST:PORT into host and port (no field of its own) */
   OPT_WORKERS, /* "auto" or a count (unsigned), and workers_auto */
   OPT_SERVER,  /* "off" (NULL) or a field value (const char *) */
-  OPT_CIDRS    /* an address range, added to a list (mp_cidr_list) */
+  OPT_CIDRS    /* an address range, added to a list (mp_cidr_list) each
+                  time the option is given */
 } opt_kind;
 
 typedef struct option {
@@ -73,6 +74,7 @@ typedef struct option {
 #define SIZE(f) FIELD(f, size_t)
 #define COUNT(f) FIELD(f, unsigned)
 #define TEXT(f) FIELD(f, const char *)
+#define CIDRS(f) FIELD(f, mp_cidr_list)
 
 #define KIB 1024u
 #define MIB (1024u * 1024u)
@@ -236,12 +238,24 @@ static const option options[] = {
     {"--server-header", OPT_SERVER, "off|NAME", TEXT(server_header),
      "moonport", 0, MP_H1_SERVER_MAX, NULL,
      "the Server field of every response: NAME, or none with off"},
+    /* Deployment. */
+    {"--user", OPT_TEXT, "USER[:GROUP]", TEXT(user), NULL, 0, 0,
+     "a user name",
+     "started as root: bind the port, open the logs and the pid file, then "
+     "run the master and workers as USER (and GROUP, else USER's group)"},
+    {"--pid-file", OPT_FILE, "PATH", TEXT(pid_file), NULL, 0, 0, "a path",
+     "write the master's pid to PATH once it serves, remove it at exit; "
+     "refuse to start while a running moonport holds it"},
+    {"--trusted-proxy", OPT_CIDRS, "CIDR", CIDRS(trusted_proxies), NULL, 0,
+     MP_CIDR_MAX, NULL,
+     "a peer in this range (a proxy) has req.remote_addr taken from "
+     "X-Forwarded-For (the rightmost address not trusted); repeatable"},
     {"--stats", OPT_SET, NULL, FLAG(stats), NULL, 0, 0, NULL,
      "serve GET /__moonport/stats (JSON) to loopback clients"},
     {"--metrics", OPT_SET, NULL, FLAG(metrics), NULL, 0, 0, NULL,
      "serve GET /__moonport/metrics (Prometheus text format) to loopback "
      "clients and those --metrics-allow names"},
-    {"--metrics-allow", OPT_CIDRS, "CIDR", FIELD(metrics_allow, mp_cidr_list),
+    {"--metrics-allow", OPT_CIDRS, "CIDR", CIDRS(metrics_allow),
      NULL, 0, MP_CIDR_MAX, NULL,
      "with --metrics: clients in CIDR (10.0.0.0/8, 2001:db8::/32, or one "
      "address) may scrape too; repeatable"},
@@ -573,7 +587,7 @@ static int parse_value(mp_config *cfg, const option *o, const char *v) {
         snprintf(why, sizeof why, "at most %" PRIu64 " ranges", o->max);
         return bad_value(o->name, v, why);
       }
-      list->nets[list->n++] = net;
+      list->v[list->n++] = net;
       return MP_CONFIG_RUN;
     }
     case OPT_SET:

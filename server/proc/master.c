@@ -3,12 +3,21 @@
  *
  * Workers are this same executable, exec'd with MP_WORKER_ENV set: a fresh
  * process image has no loop, signal state or Lua state inherited from the
- * master, which forking a process that runs a libuv loop would have. Each
- * worker binds the port itself with SO_REUSEPORT; the master binds it first
- * (and never listens), so port 0 resolves to one port for every worker and
- * the port stays held while a worker is being replaced. A bound socket that
- * does not listen gets no connections: the kernel spreads them over the
- * listening members of the group only.
+ * master, which forking a process that runs a libuv loop would have. The
+ * master holds the listening sockets (listeners.c: one per worker, with
+ * SO_REUSEPORT) and each worker inherits its own as MP_WORKER_LISTEN_FD,
+ * the one a worker of that id had before it: the socket never closes while
+ * a worker is replaced, and connections queued in it wait for the new one.
+ *
+ * Privileges (--user): the master binds the sockets, locks the pid file
+ * and creates the log files while it is root, then becomes the user before
+ * anything loads the app; its workers and checks are the user's from
+ * their start.
+ *
+ * Upgrades (SIGUSR2, upgrade.c): the master starts its binary again with
+ * the sockets; once the new master serves, this one stops as on SIGTERM
+ * (its workers drain) without touching the pid file, which is the new
+ * one's.
  *
  * A worker incarnation (process handle plus control socket) is freed when
  * both handles have closed; the worker's place (its id) then gets a new
@@ -52,9 +61,13 @@
 #include "check.h"
 #include "control.h"
 #include "errors.h"
+#include "identity.h"
+#include "listeners.h"
 #include "log.h"
 #include "metrics.h"
+#include "pidfile.h"
 #include "shared.h"
+#include "upgrade.h"
 #include "watch.h"
 #include "worker.h"
 
@@ -85,8 +98,12 @@ struct master {
   int argc;
   char **argv;
   char exe[4096];
-  char listen_arg[300];
-  int reserve_fd;
+  mp_listeners listeners;
+  int pid_fd;       /* --pid-file's, or -1 */
+  bool pid_passed;  /* by an upgrading master: its pid stays until ours is in */
+  bool pid_written;
+  mp_upgrade *upgrade; /* the new master starting on SIGUSR2, or NULL */
+  bool upgraded;       /* a new master took over: this one drains and exits */
   mp_shared *shared;
   char **route_names; /* "GET /users/:id", by route index */
   unsigned nroutes;
@@ -107,7 +124,7 @@ struct master {
   bool stopping; /* a signal asked to stop */
   int stop_signal; /* the signal that did */
   bool failed;   /* startup failed: exit 1 */
-  uv_signal_t signals[4];
+  uv_signal_t signals[5];
   uv_timer_t patrol; /* stuck workers and delayed restarts */
   uv_timer_t deadline; /* shutdown: kill what is still running */
 };
@@ -211,14 +228,25 @@ static void worker_ready(master *m, incarnation *in) {
   m->nready++;
   if (!m->started && m->nready == m->cfg->workers) {
     m->started = true;
+    /* The pid file first, so that whoever reads the line finds it. */
+    if (m->pid_fd >= 0) {
+      int rc = mp_pidfile_write(m->pid_fd);
+      if (rc != 0)
+        mp_log(MP_LOG_ERROR, "--pid-file: cannot write %s: %s",
+               m->cfg->pid_file, mp_strerror(rc));
+      m->pid_written = rc == 0;
+    }
     unsigned r = m->nroutes, w = m->cfg->workers;
     const char *what, *name;
     mp_config_source(m->cfg, &what, &name);
     printf("moonport %s listening on http://%s (%u route%s from %s%s, %u "
            "worker%s)\n",
-           MP_VERSION, m->listen_arg, r, r == 1 ? "" : "s", what, name, w,
+           MP_VERSION, m->listeners.addr, r, r == 1 ? "" : "s", what, name, w,
            w == 1 ? "" : "s");
     fflush(stdout);
+    if (mp_upgrade_child_ready())
+      mp_log(MP_LOG_INFO, "upgrade: serving; the old master (pid %d) drains",
+             (int)getppid());
     mp_release_startup_pages();
   }
 }
@@ -268,10 +296,10 @@ static void start_worker(master *m, unsigned id) {
   args[0] = m->argv[0];
   for (int i = 1; i < m->argc; i++) args[i] = m->argv[i];
   args[m->argc] = "--listen";
-  args[m->argc + 1] = m->listen_arg;
+  args[m->argc + 1] = m->listeners.addr;
   args[m->argc + 2] = NULL;
 
-  uv_stdio_container_t stdio[5];
+  uv_stdio_container_t stdio[6];
   for (int fd = 0; fd < 3; fd++) {
     stdio[fd].flags = UV_INHERIT_FD;
     stdio[fd].data.fd = fd;
@@ -281,6 +309,8 @@ static void start_worker(master *m, unsigned id) {
   stdio[MP_WORKER_CONTROL_FD].flags =
       UV_CREATE_PIPE | UV_READABLE_PIPE | UV_WRITABLE_PIPE;
   stdio[MP_WORKER_CONTROL_FD].data.stream = (uv_stream_t *)&in->control;
+  stdio[MP_WORKER_LISTEN_FD].flags = UV_INHERIT_FD;
+  stdio[MP_WORKER_LISTEN_FD].data.fd = mp_listeners_fd(&m->listeners, id);
 
   char idstr[32];
   snprintf(idstr, sizeof idstr, "%u:%d", id, (int)getpid());
@@ -292,7 +322,7 @@ static void start_worker(master *m, unsigned id) {
   opt.args = args;
   opt.exit_cb = on_worker_exit;
   opt.stdio = stdio;
-  opt.stdio_count = 5;
+  opt.stdio_count = 6;
   int rc = uv_spawn(&m->loop, &in->proc, &opt);
   unsetenv(MP_WORKER_ENV);
   if (rc != 0) {
@@ -373,8 +403,71 @@ static void on_deadline(uv_timer_t *t) {
   kill_all(m, SIGKILL);
 }
 
+/* Every worker drains (a second call: they stop at once), and the master
+ * exits once they have. */
+static void stop(master *m, int signum, const char *why) {
+  kill_all(m, SIGTERM);
+  if (m->stopping) return;
+  m->stopping = true;
+  m->stop_signal = signum;
+  if (m->check != NULL) mp_check_cancel(m->check);
+  if (m->upgrade != NULL) {
+    mp_log(MP_LOG_WARN, "stopping the new master of the upgrade under way");
+    mp_upgrade_release(m->upgrade, true);
+    m->upgrade = NULL;
+  }
+  if (m->nrunning == 0) {
+    close_master_handles(m);
+    return;
+  }
+  unsigned conns = 0;
+  for (unsigned id = 1; id <= m->cfg->workers; id++)
+    conns += (unsigned)mp_shared_slot(m->shared, id)->conns;
+  mp_log(MP_LOG_INFO, "stopping (%s): draining %u connection%s", why, conns,
+         conns == 1 ? "" : "s");
+  /* The workers give up on requests at --shutdown-timeout themselves;
+   * past that and a grace second, the master makes sure. */
+  uint64_t grace = m->cfg->shutdown_timeout_ms + 1000;
+  uv_timer_start(&m->deadline, on_deadline, grace, 0);
+  uv_timer_set_repeat(&m->deadline, grace);
+  uv_unref((uv_handle_t *)&m->deadline);
+}
+
+/* The new master of an upgrade serves, or will not: this one hands over
+ * and drains, or goes on as if nothing happened. */
+static void on_upgraded(void *ud, int pid, bool ready, const char *why) {
+  master *m = ud;
+  mp_upgrade_release(m->upgrade, !ready);
+  m->upgrade = NULL;
+  if (!ready) {
+    mp_log(MP_LOG_ERROR, "upgrade failed: the new master (pid %d) %s before "
+           "it served; this one goes on serving", pid, why);
+    return;
+  }
+  mp_log(MP_LOG_INFO, "upgrade: the new master (pid %d) serves; this one "
+         "stops accepting", pid);
+  m->upgraded = true;
+  stop(m, SIGUSR2, "upgraded");
+}
+
+/* SIGUSR2: start the binary again, by the path this one was started from,
+ * on the same sockets. */
+static void upgrade(master *m) {
+  if (!m->started || m->stopping || m->upgrade != NULL) {
+    mp_log(MP_LOG_WARN, "SIGUSR2 ignored: %s",
+           m->upgrade != NULL ? "an upgrade is already under way"
+           : m->stopping      ? "stopping"
+                              : "not serving yet");
+    return;
+  }
+  mp_log(MP_LOG_INFO, "upgrade (SIGUSR2): starting %s", m->exe);
+  m->upgrade = mp_upgrade_start(&m->loop, m->exe, m->argv, &m->listeners,
+                                m->pid_fd, on_upgraded, m);
+}
+
 /* TERM or INT: every worker drains (a second one: they stop at once).
- * USR1: reopen the logs here and in every worker. */
+ * USR1: reopen the logs here and in every worker. HUP: reload the app.
+ * USR2: upgrade the binary. */
 static void on_signal(uv_signal_t *h, int signum) {
   master *m = h->data;
   if (signum == SIGUSR1) {
@@ -386,26 +479,11 @@ static void on_signal(uv_signal_t *h, int signum) {
     reload(m, "SIGHUP");
     return;
   }
-  kill_all(m, SIGTERM);
-  if (m->stopping) return;
-  m->stopping = true;
-  m->stop_signal = signum;
-  if (m->check != NULL) mp_check_cancel(m->check);
-  if (m->nrunning == 0) {
-    close_master_handles(m);
+  if (signum == SIGUSR2) {
+    upgrade(m);
     return;
   }
-  unsigned conns = 0;
-  for (unsigned id = 1; id <= m->cfg->workers; id++)
-    conns += (unsigned)mp_shared_slot(m->shared, id)->conns;
-  mp_log(MP_LOG_INFO, "stopping (%s): draining %u connection%s", 
-         signum == SIGINT ? "SIGINT" : "SIGTERM", conns, conns == 1 ? "" : "s");
-  /* The workers give up on requests at --shutdown-timeout themselves;
-   * past that and a grace second, the master makes sure. */
-  uint64_t grace = m->cfg->shutdown_timeout_ms + 1000;
-  uv_timer_start(&m->deadline, on_deadline, grace, 0);
-  uv_timer_set_repeat(&m->deadline, grace);
-  uv_unref((uv_handle_t *)&m->deadline);
+  stop(m, signum, signum == SIGINT ? "SIGINT" : "SIGTERM");
 }
 
 /* Collects the files a load reads that lie in the app's directory tree
@@ -567,33 +645,8 @@ static void reload(master *m, const char *why) {
 
 static void on_files_changed(void *ud) { reload(ud, "files changed"); }
 
-/* Binds (without listening) the address every worker will bind, and
- * writes the resolved "address:port" into listen_arg: a host name is
- * resolved here, once, and workers get the address it gave. SO_REUSEPORT
- * would let a second moonport of the same user bind a port the first one
- * serves, and the two would silently split its traffic: a first bind
- * without it makes sure the port is free. */
-static int hold_port(master *m) {
-  char probed[MP_LISTEN_ADDR_MAX], addr[MP_LISTEN_ADDR_MAX];
-  const char *host = m->cfg->host;
-  int port = 0, probe;
-  if (m->cfg->port != 0) {
-    if (mp_listen_socket(host, m->cfg->port, false, &probe, &port, probed) != 0)
-      return 1;
-    close(probe);
-    host = probed;
-  }
-  int rc = mp_listen_socket(host, m->cfg->port, true, &m->reserve_fd, &port,
-                            addr);
-  if (rc != 0) return 1;
-  bool v6 = strchr(addr, ':') != NULL;
-  snprintf(m->listen_arg, sizeof m->listen_arg, "%s%s%s:%d", v6 ? "[" : "",
-           addr, v6 ? "]" : "", port);
-  return 0;
-}
-
-/* The startup check is in: hold the port and start the workers, or say
- * why not and stop. */
+/* The startup check is in: listen and start the workers, or say why not
+ * and stop. */
 static void startup_checked(master *m, const mp_check_result *res) {
   const mp_config *cfg = m->cfg;
   if (m->stopping) return;
@@ -608,7 +661,7 @@ static void startup_checked(master *m, const mp_check_result *res) {
   mp_reload_status *st = mp_shared_reload(m->shared);
   st->generation = 1;
   st->last_ok = 1;
-  if (hold_port(m) != 0) goto fail;
+  if (mp_listeners_listen(&m->listeners) != 0) goto fail;
   m->places = calloc(cfg->workers, sizeof *m->places);
   if (m->places == NULL) {
     fprintf(stderr, "moonport: out of memory\n");
@@ -638,8 +691,42 @@ static void free_master(master *m) {
   free_names(m->watched, m->nwatched);
   free_names(m->pending, m->npending);
   free(m->places);
-  if (m->reserve_fd >= 0) close(m->reserve_fd);
+  mp_listeners_close(&m->listeners);
+  /* After an upgrade the file is the new master's; a new master that
+   * failed leaves the old one's pid in it. */
+  if (m->pid_fd >= 0 && !m->upgraded && (m->pid_written || !m->pid_passed))
+    mp_pidfile_remove(m->cfg->pid_file, m->pid_fd);
+  else if (m->pid_fd >= 0)
+    close(m->pid_fd);
   mp_shared_close(m->shared);
+}
+
+/* What needs root, then --user's identity: the pid file, the sockets and
+ * the log files first, while the process may still be root. Returns 0,
+ * or -1 after printing why. */
+static int prepare(master *m) {
+  const mp_config *cfg = m->cfg;
+  mp_identity id;
+  if (cfg->user != NULL && mp_identity_resolve(cfg->user, &id) != 0) return -1;
+  if (cfg->pid_file != NULL &&
+      (m->pid_fd = mp_pidfile_open(cfg->pid_file, &m->pid_passed)) < 0)
+    return -1;
+  if (mp_listeners_open(&m->listeners, cfg) != 0) return -1;
+  if (cfg->user == NULL) return 0;
+  if (geteuid() != 0) {
+    /* A master an upgrading one started is the user already. */
+    if (m->listeners.inherited && mp_identity_is_current(&id)) return 0;
+    fprintf(stderr, "moonport: --user %s: only a master started as root can "
+            "change its user (this one runs as uid %u)\n", cfg->user,
+            (unsigned)geteuid());
+    return -1;
+  }
+  if ((cfg->error_log != NULL &&
+       mp_identity_give_file(&id, cfg->error_log, "--error-log") != 0) ||
+      (cfg->access_log != NULL && strcmp(cfg->access_log, "-") != 0 &&
+       mp_identity_give_file(&id, cfg->access_log, "--access-log") != 0))
+    return -1;
+  return mp_identity_assume(&id);
 }
 
 int mp_master_run(const mp_config *cfg, int argc, char **argv) {
@@ -648,8 +735,9 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   m.cfg = cfg;
   m.argc = argc;
   m.argv = argv;
-  m.reserve_fd = -1;
+  m.pid_fd = -1;
   mp_log_set_process("master", 0);
+  mp_upgrade_child_init();
   int status = 1;
   bool loop_open = false;
 
@@ -701,6 +789,7 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
       goto done;
     }
   }
+  if (prepare(&m) != 0) goto done;
   if (cfg->watch) {
     m.watch = mp_watch_new(&m.loop, cfg->watch_delay_ms, on_files_changed, &m);
     if (m.watch == NULL) {
@@ -708,7 +797,7 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
       goto done;
     }
   }
-  static const int signums[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1};
+  static const int signums[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
   for (size_t i = 0; i < sizeof signums / sizeof signums[0]; i++) {
     uv_signal_init(&m.loop, &m.signals[i]);
     m.signals[i].data = &m;

@@ -5,9 +5,15 @@
  * runs the loop until every handle's close callback has run, so that
  * nothing is freed while libuv holds it.
  *
+ * The listening socket is the master's (MP_WORKER_LISTEN_FD): closing it
+ * here when draining stops this worker accepting, while the socket lives
+ * on in the master and in whoever else holds it (a worker started in this
+ * one's place, or the workers of a new binary after an upgrade).
+ *
  * Signals: SIGTERM drains (the master sends it on TERM or INT), SIGUSR1
- * reopens the logs. SIGINT and SIGHUP are ignored: a terminal sends them
- * to the whole process group, and the master decides what they mean.
+ * reopens the logs. SIGINT, SIGHUP and SIGUSR2 are ignored: a terminal or
+ * a service manager may send them to the whole process group, and the
+ * master decides what they mean.
  */
 #include "worker.h"
 
@@ -228,17 +234,15 @@ static void on_control(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   }
 }
 
+/* Accepts on the socket the master holds for this worker's id. */
 static int listen_on(mp_worker *w) {
-  int fd, port;
-  int rc = mp_listen_socket(w->cfg->host, w->cfg->port, true, &fd, &port, NULL);
-  if (rc != 0) return rc;
   uv_tcp_init(w->srv.loop, &w->listener);
   w->listener.data = w;
-  rc = uv_tcp_open(&w->listener, fd);
+  int rc = uv_tcp_open(&w->listener, MP_WORKER_LISTEN_FD);
   if (rc == 0) rc = uv_listen((uv_stream_t *)&w->listener, 511, on_connection);
   if (rc != 0) {
-    fprintf(stderr, "moonport: cannot listen on %s:%d: %s\n", w->cfg->host,
-            port, uv_strerror(rc));
+    fprintf(stderr, "moonport: cannot listen on %s:%d (descriptor %d): %s\n",
+            w->cfg->host, w->cfg->port, MP_WORKER_LISTEN_FD, uv_strerror(rc));
     return rc;
   }
   return 0;
@@ -311,8 +315,11 @@ int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,
   w->sweep_timer.data = w;
   uv_timer_start(&w->sweep_timer, on_sweep, 1000, 1000);
   uv_unref((uv_handle_t *)&w->sweep_timer);
+  /* The master's signals, which reach workers too when sent to the whole
+   * process group or service (SIGUSR2 would kill). */
   signal(SIGINT, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
+  signal(SIGUSR2, SIG_IGN);
   uv_signal_init(srv->loop, &w->sigterm);
   uv_signal_init(srv->loop, &w->sigusr1);
   w->sigterm.data = w->sigusr1.data = w;
@@ -391,6 +398,7 @@ int mp_worker_main(const mp_config *cfg, unsigned id, int master) {
   /* Neither inherited descriptor should reach a process a handler starts. */
   fcntl(MP_WORKER_SHARED_FD, F_SETFD, FD_CLOEXEC);
   fcntl(MP_WORKER_CONTROL_FD, F_SETFD, FD_CLOEXEC);
+  fcntl(MP_WORKER_LISTEN_FD, F_SETFD, FD_CLOEXEC);
   static mp_worker w;
   int status = mp_worker_init(&w, cfg, shared, id);
   if (status == 0) {

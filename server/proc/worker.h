@@ -38,7 +38,8 @@ int mp_worker_shared_create(const mp_config *cfg, unsigned nslots,
                             mp_shared **out);
 
 /* Sets up the loop, the server, the VM (loading cfg->app, with `shared`
- * as its stores), the listening socket and the signals of worker `id`.
+ * as its stores), the listening socket (MP_WORKER_LISTEN_FD, inherited
+ * from the master) and the signals of worker `id`.
  * On failure prints the reason to stderr and returns the exit code to use
  * (1 for a broken app or an unusable address). Returns 0 on success. */
 int mp_worker_init(mp_worker *w, const mp_config *cfg, mp_shared *shared,

@@ -54,6 +54,9 @@
 
 #define HIGH_WATER (1024 * 1024)
 #define LINGER_MS 2000
+/* While the worker drains, how long a connection that has not sent its
+ * first request yet may take to send it. */
+#define DRAIN_FIRST_MS 1000
 /* Requests one connection may have served in one turn of the loop before
  * the others get theirs: thousands pipelined in one read must not hold
  * the worker. The rest wait for the next turn (mp_conn_run_deferred). */
@@ -79,6 +82,7 @@ struct mp_conn {
   bool processing; /* conn_process is on the stack */
   bool deferred;   /* used up its turn with requests left to serve */
   bool reset;      /* end with a TCP reset, not a shutdown (a mock fault) */
+  bool served;     /* a request has been answered on it */
 
   char *rbuf;
   size_t rlen;
@@ -335,8 +339,13 @@ void mp_conn_drain_all(mp_server *s) {
   while (c != NULL) {
     mp_conn *next = c->next;
     /* A running handler finishes first (finish_request then ends the
-     * connection); a partial request is dropped. */
-    if (!handler_running(c) && !c->lingering) {
+     * connection); a partial request is dropped. A connection that has
+     * not had its first request served yet is not idle: it was accepted
+     * for a client that is sending one (perhaps into a socket another
+     * process, a new binary, goes on listening on), and closing it would
+     * fail that request; it is served, with Connection: close, or closed
+     * by the sweep once it has been quiet for DRAIN_FIRST_MS. */
+    if (!handler_running(c) && !c->lingering && c->served) {
       if (pending_out(c) == 0)
         conn_close(c);
       else
@@ -392,7 +401,8 @@ void mp_conn_sweep(mp_server *s) {
     } else if (c->req != NULL && c->h1.state == MP_H1_IN_BODY) {
       if (now - c->last_active >= cfg->body_timeout_ms)
         timed_out(c, "request body stalled");
-    } else if (now - c->last_active >= cfg->idle_timeout_ms) {
+    } else if (now - c->last_active >= cfg->idle_timeout_ms ||
+               (s->stopping && now - c->last_active >= DRAIN_FIRST_MS)) {
       conn_close(c);
     }
     c = next;
@@ -534,6 +544,7 @@ static void finish_request(mp_conn *c) {
   mp_request_account(r);
   mp_request_release(r);
   c->req = NULL;
+  c->served = true;
   mp_http1_next(&c->h1, c->rpos);
   c->last_active = uv_now(c->srv->loop);
   if (!keep || c->srv->stopping) c->close_after_flush = true;

@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "cidr.h"
 #include "compress.h"
 #include "conn.h"
 #include "errors.h"
@@ -56,6 +57,7 @@ mp_request *mp_request_acquire(mp_server *s, mp_conn *c) {
   r->conn = c;
   r->live = true;
   r->aborted = r->abort_told = false;
+  r->client_known = false;
   r->msg.fields = r->fields;
   r->status = 200;
   r->reason_len = 0;
@@ -239,6 +241,69 @@ static const char *field_value(const mp_request *r, const char *name,
   return NULL;
 }
 
+/* One X-Forwarded-For entry, p[0..n), as an address: spaces trimmed, and
+ * the port of "1.2.3.4:80" or "[2001:db8::1]:80" dropped (some proxies add
+ * it). Returns whether it is one; *start and *len give its text. */
+static bool forwarded_addr(const char *p, size_t n, const char **start,
+                           size_t *len, uint8_t *family, uint8_t addr[16]) {
+  while (n > 0 && (*p == ' ' || *p == '\t')) p++, n--;
+  while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
+  if (n > 0 && *p == '[') {
+    const char *close = memchr(p, ']', n);
+    if (close == NULL) return false;
+    n = (size_t)(close - p - 1);
+    p++;
+  } else {
+    const char *colon = memchr(p, ':', n);
+    if (colon != NULL && memchr(colon + 1, ':', n - (size_t)(colon + 1 - p)) == NULL)
+      n = (size_t)(colon - p);
+  }
+  *start = p;
+  *len = n;
+  return mp_cidr_addr(p, n, family, addr);
+}
+
+const char *mp_request_client(mp_request *r) {
+  if (r->conn == NULL || r->client_known) return r->peer;
+  const char *peer = mp_conn_peer_name(r->conn);
+  const mp_cidr_list *trusted = &r->srv->cfg->trusted_proxies;
+  uint8_t family, addr[16];
+  if (trusted->n == 0 || !mp_cidr_addr(peer, strlen(peer), &family, addr) ||
+      !mp_cidr_list_has(trusted, family, addr))
+    return peer;
+  const char *client = peer;
+  size_t client_len = strlen(peer);
+  /* From the last entry of the last field leftwards, while the hop that
+   * sent it is trusted. */
+  for (unsigned i = r->msg.nfields; i-- > 0;) {
+    const mp_hfield *f = &r->msg.fields[i];
+    if (f->name.len != 15 ||
+        !mp_str_ieq(r->head + f->name.off, "x-forwarded-for", 15))
+      continue;
+    const char *v = r->head + f->value.off;
+    size_t end = f->value.len;
+    for (;;) {
+      size_t start = end;
+      while (start > 0 && v[start - 1] != ',') start--;
+      const char *a;
+      size_t alen;
+      if (end > start) {
+        if (!forwarded_addr(v + start, end - start, &a, &alen, &family, addr))
+          goto done;
+        client = a;
+        client_len = alen;
+        if (!mp_cidr_list_has(trusted, family, addr)) goto done;
+      }
+      if (start == 0) break;
+      end = start - 1;
+    }
+  }
+done:
+  snprintf(r->peer, sizeof r->peer, "%.*s", (int)client_len, client);
+  r->client_known = true;
+  return r->peer;
+}
+
 static bool id_byte(unsigned char c) {
   return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
          c == '-' || c == '_' || c == '.' || c == ':';
@@ -398,7 +463,7 @@ void mp_request_account(mp_request *r) {
     /* A request whose client left before its response was complete is
      * logged as 499, as nginx does. */
     mp_access_entry e = {
-        .host = r->conn ? mp_conn_peer_name(r->conn) : r->peer,
+        .host = mp_request_client(r),
         .request = line, .request_len = n > 0 ? (size_t)n : 0,
         .method = method, .target = r->head + r->msg.target.off,
         .target_len = r->msg.target.len,
@@ -559,7 +624,9 @@ static void unlink_detached(mp_request *r) {
 
 void mp_request_detach(mp_request *r) {
   mp_server *s = r->srv;
-  mp_conn *c = r->conn;
+  /* The client's address, from the peer the connection knows. */
+  const char *client = mp_request_client(r);
+  if (client != r->peer) snprintf(r->peer, sizeof r->peer, "%s", client);
   /* The head lives in the connection's read buffer, which goes with the
    * connection; the handler may still read the method, path or headers. */
   mp_charge *was = mp_charge_switch(&r->charge);
@@ -573,7 +640,6 @@ void mp_request_detach(mp_request *r) {
         (mp_span){0, 0};
     r->head = "";
   }
-  snprintf(r->peer, sizeof r->peer, "%s", mp_conn_peer_name(c));
   r->conn = NULL;
   r->aborted = r->res != MP_RES_DONE;
   r->detached_at = uv_now(s->loop);

@@ -65,6 +65,7 @@ struct mp_request {
   mp_request *detached_next;
   uint64_t detached_at;      /* loop time it was detached */
   char peer[48];             /* the client's address, kept when detached */
+  bool client_known;         /* peer holds mp_request_client's answer */
   uint8_t id_len;            /* its request id (mp_request_id), 0: none yet */
   uint8_t compress;          /* its compression rule (compress.h), 0: none */
   uint8_t answered_by;       /* MP_BY_*: who answered, for its metrics */
@@ -179,6 +180,15 @@ void mp_request_release(mp_request *r);
  * without a lookup). Made the first time it is asked for, and kept for
  * the request's life. Sets *len. */
 const char *mp_request_id(mp_request *r, size_t *len);
+
+/* The client's address as text, for req.remote_addr and the access log:
+ * the connection's peer, or, when the peer is in --trusted-proxy, the
+ * rightmost address of X-Forwarded-For (all its fields, in order) that is
+ * not a trusted proxy itself (nginx's real_ip_recursive); the leftmost
+ * when all are; the last trusted hop when the next one to its left is not
+ * an address. "-" when the peer is unknown. Looked up once per request;
+ * the text lives as long as r. */
+const char *mp_request_client(mp_request *r);
 enum {
   MP_CTX_REQ = 0, /* the kinds */
   MP_CTX_RES = 1,

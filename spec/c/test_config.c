@@ -37,7 +37,7 @@ static const struct field {
     F(body_timeout_ms), F(write_timeout_ms), F(max_body_size),
     F(max_header_size), F(max_headers), F(max_connections),
     F(resolver_cache_ms), F(tls_ca), F(pg), F(pg_timeout_ms), F(metrics),
-    F(metrics_allow),
+    F(metrics_allow), F(user), F(pid_file), F(trusted_proxies),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
@@ -182,6 +182,9 @@ static const setting settings[] = {
     {"--wiremock-404", NULL, "wiremock_404", 1, NULL},
     {"--request-id", NULL, "request_id", 1, NULL},
     {"--gzip", NULL, "gzip", 1, NULL},
+    {"--user", "www-data:adm", "user", 0, "www-data:adm"},
+    {"--pid-file", "/run/mp.pid", "pid_file", 0, "/run/mp.pid"},
+    {"--trusted-proxy", "10.0.0.0/8", "trusted_proxies", 0, NULL},
     {"--listen", "10.1.2.3:4567", "", 0, NULL},
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])
@@ -195,7 +198,11 @@ static const struct field *field_named(const char *name) {
 /* Stores s->want or s->text into the field of `cfg` that s names. */
 static void apply(mp_config *cfg, const setting *s, const struct field *f) {
   char *at = (char *)cfg + f->off;
-  if (s->text != NULL) {
+  if (f->size == sizeof(mp_cidr_list)) {
+    mp_cidr_list *l = (mp_cidr_list *)(void *)at;
+    CHECK_EQ_INT(mp_cidr_parse(s->value, &l->v[l->n]), 0);
+    l->n++;
+  } else if (s->text != NULL) {
     CHECK(f->size == sizeof(const char *));
     const char *p = s->value;
     memcpy(at, &p, sizeof p);
@@ -543,12 +550,49 @@ static void test_metrics_allow(void) {
         0);
 }
 
+/* --trusted-proxy: repeatable, IPv4 and IPv6, host bits cleared, and
+ * what is not a range refused. */
+static void test_trusted_proxy(void) {
+  mp_config cfg;
+  CHECK_EQ_INT(PARSE(&cfg, "--trusted-proxy", "10.1.2.3/8", "--trusted-proxy",
+                     "::1", "--trusted-proxy=2001:db8::/32", "app.lua"),
+               MP_CONFIG_RUN);
+  CHECK_EQ_INT(cfg.trusted_proxies.n, 3);
+  const mp_cidr *a = &cfg.trusted_proxies.v[0];
+  CHECK_EQ_INT(a->family, 4);
+  CHECK_EQ_INT(a->bits, 8);
+  CHECK(a->addr[0] == 10 && a->addr[1] == 0 && a->addr[3] == 0);
+  CHECK_EQ_INT(cfg.trusted_proxies.v[1].family, 6);
+  CHECK_EQ_INT(cfg.trusted_proxies.v[1].bits, 128);
+  CHECK_EQ_INT(cfg.trusted_proxies.v[2].bits, 32);
+  uint8_t fam, addr[16];
+  CHECK(mp_cidr_addr("10.200.0.1", 10, &fam, addr));
+  CHECK(mp_cidr_list_has(&cfg.trusted_proxies, fam, addr));
+  CHECK(mp_cidr_addr("::ffff:10.9.9.9", 15, &fam, addr));
+  CHECK(fam == 4 && mp_cidr_list_has(&cfg.trusted_proxies, fam, addr));
+  CHECK(mp_cidr_addr("11.0.0.1", 8, &fam, addr));
+  CHECK(!mp_cidr_list_has(&cfg.trusted_proxies, fam, addr));
+  CHECK(mp_cidr_addr("2001:db8:ffff::1", 16, &fam, addr));
+  CHECK(mp_cidr_list_has(&cfg.trusted_proxies, fam, addr));
+  CHECK(mp_cidr_addr("2001:db9::1", 11, &fam, addr));
+  CHECK(!mp_cidr_list_has(&cfg.trusted_proxies, fam, addr));
+  CHECK(!mp_cidr_addr("10.0.0", 6, &fam, addr));
+  static const char *const bad[] = {"10.0.0.0/33", "::/129", "10.0.0.0/",
+                                    "10.0.0.0/-1", "host.test", "10.0.0.0/8x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CHECK_EQ_INT(PARSE(&cfg, "--trusted-proxy", bad[i], "app.lua"),
+                 MP_CONFIG_USAGE);
+    CHECK(strstr(output, "--trusted-proxy: invalid value") != NULL);
+  }
+}
+
 int main(void) {
   int fd = mkstemp(out_path);
   if (fd < 0) return 2;
   close(fd);
   test_defaults();
   test_each_option_sets_its_field_only();
+  test_trusted_proxy();
   test_help_lists_what_is_tested();
   test_help_shows_defaults();
   test_bounds();

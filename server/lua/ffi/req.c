@@ -156,7 +156,7 @@ int mp_req_abort_told(uint64_t ctx) {
 
 int mp_req_remote_addr(uint64_t ctx, const char **out) {
   LOOKUP(r);
-  *out = r->conn != NULL ? mp_conn_peer_name(r->conn) : r->peer;
+  *out = mp_request_client(r);
   if (strcmp(*out, "-") == 0) return MP_NOT_FOUND;
   return (int)strlen(*out);
 }
