@@ -79,7 +79,7 @@ const char *mp_conn_peer_name(mp_conn *c);
 /* True when the peer is on this machine (127.0.0.0/8 or ::1). */
 bool mp_conn_is_loopback(mp_conn *c);
 
-/* True when the peer's address is inside a range of list (net/cidr.h). */
+/* True when the peer's address is inside a range of list (base/cidr.h). */
 bool mp_conn_peer_in(mp_conn *c, const mp_cidr_list *list);
 
 #endif
