@@ -278,11 +278,14 @@ describe("the Debian package", function()
     assert.matches(": ok, 5 routes\n", must(argv))
   end)
 
-  it("has a unit that runs /etc/moonport/app.lua as moonport, reloads with SIGHUP, restarts, hardened", function()
+  it("has a unit that runs /etc/moonport/app.lua as moonport, reloads with SIGHUP, follows upgrades by its pid file, restarts, hardened", function()
     local unit = helpers.read_file(root .. "/lib/systemd/system/moonport.service")
     local set = {}
     for key, value in unit:gmatch("\n(%u%w+)=([^\n]*)") do set[key] = value end
-    assert.equal("/usr/bin/moonport $MOONPORT_OPTS /etc/moonport/app.lua", set.ExecStart)
+    assert.equal("/usr/bin/moonport --pid-file /run/moonport/moonport.pid $MOONPORT_OPTS /etc/moonport/app.lua",
+      set.ExecStart)
+    assert.equal("/run/moonport/moonport.pid", set.PIDFile)
+    assert.equal("moonport", set.RuntimeDirectory)
     assert.equal("-/etc/default/moonport", set.EnvironmentFile)
     assert.equal("moonport", set.User)
     assert.equal("/bin/kill -HUP $MAINPID", set.ExecReload)
