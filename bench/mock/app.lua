@@ -45,9 +45,9 @@ app:get("/match", function(req, res)
   local target = math.floor(n / 2) + 1
   while target % 3 == 0 or target % 10 == 0 or target % 25 == 0 or target % 7 == 0 do target = target + 1 end
   local path = "/api/item/" .. target
-  local facts = { method = "GET", path = path, url = path, query = {},
-                  header = function() return nil end, cookies = function() return {} end,
-                  body = function() return "" end }
+  local facts = setmetatable({ method = "GET", path = path, url = path, query = {} }, { __index = {
+    header = function() return nil end, cookies = function() return {} end,
+    body = function() return "" end } })
   local found
   local t0 = os.clock()
   for _ = 1, iters do found = match.find(idx, facts) end

@@ -307,46 +307,72 @@ end
 
 -- Requests -------------------------------------------------------------------
 
--- What matching needs to know about req, computed only when asked.
+-- What matching needs to know about a request (match.lua's facts): the
+-- fields it reads on every request, and methods for the rest, each worked
+-- out when first asked. Methods on a metatable, not closures: making a
+-- function per request would keep this path out of the JIT.
+local EMPTY_QUERY = setmetatable({}, { __newindex = function() error("the query of a request without one", 2) end })
+
+local Facts = {}
+local FACTS = { __index = Facts }
+
 local function facts_of(req)
-  local f = { method = req.method, path = req.path }
-  local qs = req.query_string
-  f.url = qs ~= "" and (f.path .. "?" .. qs) or f.path
-  f.query = match.parse_query(qs)
-  f.header = function(name) return req:header(name) end
-  f.header_values = function(name)
-    local names, values = header_fields(req)
-    local out, l = {}, lower(name)
-    for i = 1, #names do
-      if lower(names[i]) == l then out[#out + 1] = values[i] end
-    end
-    return out
-  end
-  local cookies
-  f.cookies = function()
-    cookies = cookies or match.parse_cookies(req:header("cookie"))
-    return cookies
-  end
-  local body
-  f.body = function()
-    if body == nil then body = req:body() or "" end
-    return body
+  local path, qs = req.path, req.query_string
+  local f = setmetatable({ req = req, method = req.method, path = path }, FACTS)
+  if qs == "" then
+    f.url, f.query = path, EMPTY_QUERY
+  else
+    f.url, f.query = path .. "?" .. qs, match.parse_query(qs)
   end
   return f
 end
 
+function Facts.header(f, name) return f.req:header(name) end
+
+function Facts.header_values(f, name)
+  local names, values = header_fields(f.req)
+  local out, l = {}, lower(name)
+  for i = 1, #names do
+    if lower(names[i]) == l then out[#out + 1] = values[i] end
+  end
+  return out
+end
+
+function Facts.cookies(f)
+  local cookies = f.cookie_jar
+  if cookies == nil then
+    cookies = match.parse_cookies(f.req:header("cookie"))
+    f.cookie_jar = cookies
+  end
+  return cookies
+end
+
+function Facts.body(f)
+  local body = f.body_text
+  if body == nil then
+    body = f.req:body() or ""
+    f.body_text = body
+  end
+  return body
+end
+
 -- The same facts for a journal entry's request.
+local Logged = {}
+local LOGGED = { __index = Logged }
+
 local function facts_of_logged(r)
-  local f = { method = r.method, url = r.url }
+  local f = setmetatable({ method = r.method, url = r.url, logged = r }, LOGGED)
   f.path = r.url:match("^[^?]*")
   f.query = match.parse_query(r.url:match("%?(.*)$"))
   local headers = {}
   for k, v in pairs(r.headers or {}) do headers[k:lower()] = v end
-  f.header = function(name) return headers[name:lower()] end
-  f.cookies = function() return r.cookies or {} end
-  f.body = function() return model.logged_body(r) end
+  f.headers = headers
   return f
 end
+
+function Logged.header(f, name) return f.headers[name:lower()] end
+function Logged.cookies(f) return f.logged.cookies or {} end
+function Logged.body(f) return model.logged_body(f.logged) end
 
 local function scenario_state(name)
   return state:get(KEY_SCENARIO .. name) or "Started"
@@ -462,7 +488,7 @@ local function sent_headers(req)
 end
 
 local function journal_entry(req, facts, stub, status, proxied, whole)
-  local body = facts.body()
+  local body = facts:body()
   local truncated = not whole and #body > JOURNAL_BODY_MAX
   local query = {}
   for k, values in pairs(facts.query) do query[k] = { key = k, values = values } end
@@ -471,7 +497,7 @@ local function journal_entry(req, facts, stub, status, proxied, whole)
     request = {
       url = facts.url, absoluteUrl = "http://" .. (req:header("host") or "localhost") .. facts.url,
       method = facts.method, clientIp = req.remote_addr, headers = sent_headers(req),
-      cookies = facts.cookies(), bodyTruncated = truncated or nil,
+      cookies = facts:cookies(), bodyTruncated = truncated or nil,
       loggedDate = ms, loggedDateString = iso_date(ms), queryParams = query,
       browserProxyRequest = false,
     },
@@ -689,7 +715,7 @@ local function template_ctx(req, facts, base_url, parameters)
   return { request = {
     url = facts.url, path = facts.path, path_segments = segments,
     path_params = facts.path_params or {}, query = query, headers = req:headers(),
-    body = facts.body(), method = facts.method, base_url = base_url,
+    body = facts:body(), method = facts.method, base_url = base_url,
     req = req,
   }, parameters = parameters }
 end
@@ -989,7 +1015,7 @@ local function serve(self, req, res)
   local facts = facts_of(req)
   -- Matching must not yield (match.find keeps its place in module state),
   -- and reading a body may: read it first.
-  if req:header("content-length") or req:header("transfer-encoding") then facts.body() end
+  if req:header("content-length") or req:header("transfer-encoding") then facts:body() end
   local stub = find_for(self, facts)
   if stub == nil and static_file(self, facts, res) then return end
   if stub == nil then

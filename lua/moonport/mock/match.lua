@@ -7,11 +7,14 @@
 --     local ok, err = match.test(compiled, facts)
 --     local distance, why = match.near(compiled, facts)
 --
--- `facts` describes one request: { method, url (path and query), path,
--- query = {name = {values}}, header = function(name) -> value or nil
--- (the values of a repeated header joined by ", "), header_values =
--- function(name) -> {value of each line} (optional),
--- cookies = function() -> {name = value}, body = function() -> string }.
+-- `facts` describes one request: the fields method, url (path and
+-- query), path and query = {name = {values}}, and the methods
+-- facts:header(name) -> value or nil (the values of a repeated header
+-- joined by ", "), facts:header_values(name) -> {value of each line}
+-- (optional: a facts object may lack it), facts:cookies() -> {name =
+-- value} and facts:body() -> string. Methods rather than closures, so
+-- that making facts for a request makes no function (which would keep
+-- the request's path out of the JIT).
 -- Matching writes into it too: `path_params` (a template's parameters)
 -- and `memo`, what each stub tested against it gave, so that the report
 -- of the closest stubs runs no check a second time.
@@ -616,8 +619,8 @@ function match.compile(req)
     if mm == nil and err then return nil, err end
     if mm then
       local function values_of(f)
-        if f.header(name) == nil then return nil end
-        return f.header_values and f.header_values(name) or { f.header(name) }
+        if f:header(name) == nil then return nil end
+        return f.header_values and f:header_values(name) or { f:header(name) }
       end
       add({ test = function(f) return mm.test(values_of(f)) end,
             explain = function(f) return mm.explain(values_of(f)) end }, "header")
@@ -626,38 +629,38 @@ function match.compile(req)
     sm, err = string_matcher(m, "header " .. name, true)
     if sm == nil then return nil, err end
     add({ test = function(f)
-            local v = f.header(name)
+            local v = f:header(name)
             -- A header sent on several lines (joined by ", ") matches when
             -- one of its values does, as in WireMock.
             if v ~= nil and f.header_values ~= nil and find(v, ",", 1, true) then
-              local values = f.header_values(name)
+              local values = f:header_values(name)
               if #values > 1 then return any_value(sm, values) end
             end
             return sm.test(v)
           end,
-          explain = function(f) return sm.explain(f.header(name)) end }, "header")
+          explain = function(f) return sm.explain(f:header(name)) end }, "header")
     ::next_header::
   end
   for name, m in pairs(req.cookies or {}) do
     local sm
     sm, err = string_matcher(m, "cookie " .. name)
     if sm == nil then return nil, err end
-    add({ test = function(f) return sm.test(f.cookies()[name]) end,
-          explain = function(f) return sm.explain(f.cookies()[name]) end }, "cookie")
+    add({ test = function(f) return sm.test(f:cookies()[name]) end,
+          explain = function(f) return sm.explain(f:cookies()[name]) end }, "cookie")
   end
   if req.basic_auth ~= nil then
     local user_pass = tostring(req.basic_auth.username or "") .. ":" .. tostring(req.basic_auth.password or "")
     local want = "Basic " .. model.base64_encode(user_pass)
     add({
       test = function(f)
-        local got = f.header("authorization")
+        local got = f:header("authorization")
         if got == want then return true end
         -- Compare decoded, so that padding or case in "basic" do not matter.
         local enc = got and got:match("^[Bb][Aa][Ss][Ii][Cc]%s+(%S+)$")
         return enc ~= nil and model.base64_decode(enc) == user_pass
       end,
       explain = function(f)
-        return "basic auth credentials differ", f.header("authorization") and 0.5 or 1
+        return "basic auth credentials differ", f:header("authorization") and 0.5 or 1
       end,
     }, "header")
   end
@@ -665,8 +668,8 @@ function match.compile(req)
     local bm
     bm, err = body_matcher(m)
     if bm == nil then return nil, "body pattern " .. i .. ": " .. err end
-    add({ test = function(f) return bm.test(f.body()) end,
-          explain = function(f) return bm.explain(f.body()) end }, "body")
+    add({ test = function(f) return bm.test(f:body()) end,
+          explain = function(f) return bm.explain(f:body()) end }, "body")
   end
   return c
 end
