@@ -41,13 +41,15 @@ local record = require("moonport.mock.record")
 local webhook = require("moonport.mock.webhook")
 local diff = require("moonport.mock.diff")
 local store = require("moonport.mock.store")
-local header_fields = require("moonport.core.request").header_fields
+local core_request = require("moonport.core.request")
+local header_fields, put_header_lines = core_request.header_fields, core_request.put_header_lines
 local runner = require("moonport.core.runner")
+local string_buffer = require("string.buffer")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local error, pcall, setmetatable = error, pcall, setmetatable
 local concat, sort, floor = table.concat, table.sort, math.floor
-local find, byte, char, gsub, lower = string.find, string.byte, string.char, string.gsub, string.lower
+local find, byte, char, gsub, lower, sub = string.find, string.byte, string.char, string.gsub, string.lower, string.sub
 local state = core.mock_state
 local journal_store = core.mock_journal
 -- The Redis store when the mock's state is shared across instances
@@ -71,7 +73,7 @@ local KEY_RECORDED = "recorded:"      -- .. digest: --record-mappings wrote it
 local KEY_SETTINGS = "settings"       -- /__admin/settings as given (JSON)
 local KEY_FILE = "file:"              -- .. id: its file under mappings/
 -- In the journal store:
-local KEY_ENTRY = "entry:"            -- .. n: one entry (JSON)
+local KEY_ENTRY = "entry:"            -- .. n: one entry (journal_text)
 
 local METHODS = { "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS" }
 -- Mappings are decoded keeping numbers as written, so that a jsonBody is
@@ -463,79 +465,163 @@ local function now_ms()
   return floor(core.now() * 1000)
 end
 
--- A journal entry (WireMock's ServeEvent) for req, without its id. What
--- can be derived later (the body in base64, the stub's mapping) is, when
--- the journal is read: logging is on every request's path, reading is
--- not. A proxied exchange also has the response the target gave
--- (proxied: {base, status, headers, body}), which recording reads.
--- The request's headers with their names as sent, as WireMock journals
--- them; a name sent again (in any case) has its values joined by ", "
--- under its first spelling.
-local function sent_headers(req)
-  local names, values = header_fields(req)
-  local out, spelled = {}, {}
-  for i = 1, #names do
-    local name, l = names[i], lower(names[i])
-    local first = spelled[l]
-    if first then
-      out[first] = out[first] .. ", " .. values[i]
-    else
-      spelled[l] = name
-      out[name] = values[i]
-    end
+-- Journal entries are stored raw: the request as it came, with what the
+-- journal alone knows (the time, the status, the stub), and nothing
+-- derived. Logging is on every request's path, reading is not: WireMock's
+-- ServeEvent (headers by name, cookies, query parameters, the dates, the
+-- body or its base64) is worked out when the journal is read
+-- (journal_read). An entry is these fields, each followed by "\0", then
+-- the request's body, which may hold any byte:
+--
+--   loggedDate (ms) | the status answered | the stub's id, or nothing |
+--   method | url | client address | Host | "1" when the body was cut at
+--   JOURNAL_BODY_MAX, "2" when the headers and body were dropped (too
+--   large to keep; the header lines then hold the Cookie fields only),
+--   else nothing | the header lines as sent ("Name: value\r\n" each) |
+--   for a proxied exchange, the target's response (JSON: base, status,
+--   headers, body or bodyAsBase64, or bodyTruncated), else nothing
+--
+-- Header names, values, a URL and an address hold no NUL; the JSON is
+-- ASCII with its control characters escaped.
+local ENTRY_WHOLE, ENTRY_CUT, ENTRY_DROPPED = "", "1", "2"
+
+-- Where an entry is put together: one buffer, reused.
+local entry_buf = string_buffer.new()
+
+-- The target's response of a proxied exchange as an entry keeps it; its
+-- body is left out (bodyTruncated) past JOURNAL_RESPONSE_MAX unless whole,
+-- or when bodyless.
+local function proxied_text(proxied, whole, bodyless)
+  local r = { base = proxied.base, status = proxied.status, headers = proxied.headers }
+  if not bodyless and (whole or #proxied.body <= JOURNAL_RESPONSE_MAX) then
+    model.put_body(r, proxied.body)
+  else
+    r.bodyTruncated = true
   end
-  return out
+  return json_encode(r)
 end
 
-local function journal_entry(req, facts, stub, status, proxied, whole)
+-- Puts req's journal entry together (see above), the body cut unless
+-- whole; how = ENTRY_DROPPED leaves the headers (but the Cookie fields)
+-- and the body out, and proxied_bodyless the proxied response's body.
+-- Returns the text.
+local function journal_text(req, facts, stub, status, proxied, whole, how, proxied_bodyless)
   local body = facts:body()
-  local truncated = not whole and #body > JOURNAL_BODY_MAX
+  if how == nil then
+    how = ENTRY_WHOLE
+    if not whole and #body > JOURNAL_BODY_MAX then how = ENTRY_CUT end
+  end
+  local b = entry_buf:reset()
+  b:put(now_ms(), "\0", status, "\0", stub and stub.id or "", "\0", facts.method, "\0", facts.url, "\0",
+        req.remote_addr or "", "\0", req:header("host") or "", "\0", how, "\0")
+  if how == ENTRY_DROPPED then
+    local cookie = req:header("cookie")
+    if cookie then b:put("Cookie: ", cookie, "\r\n") end
+  else
+    put_header_lines(req, b)
+  end
+  b:put("\0")
+  if proxied then b:put(proxied_text(proxied, whole, proxied_bodyless)) end
+  b:put("\0")
+  if how == ENTRY_CUT then
+    b:put(sub(body, 1, JOURNAL_BODY_MAX))
+  elseif how == ENTRY_WHOLE then
+    b:put(body)
+  end
+  return b:tostring()
+end
+
+local function entry_id(n)
+  return ("6a6f7572-6e61-4c00-8000-%012x"):format(n)
+end
+
+-- The request's headers with their names as sent, as WireMock journals
+-- them; a name sent again (in any case) has its values joined by ", "
+-- under its first spelling. Also returns the Cookie fields' value (joined
+-- likewise), or nil.
+local function sent_headers(lines)
+  local out, spelled = {}, {}
+  for name, value in lines:gmatch("([^\r\n:]*): ([^\r\n]*)\r\n") do
+    local l = lower(name)
+    local first = spelled[l]
+    if first then
+      out[first] = out[first] .. ", " .. value
+    else
+      spelled[l] = name
+      out[name] = value
+    end
+  end
+  local cookie = spelled.cookie
+  return out, cookie and out[cookie]
+end
+
+-- A stored entry (journal_text's) as WireMock's ServeEvent, its id made
+-- from n (nil: none). What refers to the stub's mapping (stubMapping),
+-- and the request body's base64 when it is text, are added when shown
+-- (complete).
+local function journal_read(text, n)
+  local f, p = {}, 1
+  for i = 1, 10 do
+    local z = find(text, "\0", p, true)
+    if z == nil then return nil end
+    f[i], p = sub(text, p, z - 1), z + 1
+  end
+  local ms, how = tonumber(f[1]), f[8]
+  local url = f[5]
+  local headers, cookie = sent_headers(f[9])
   local query = {}
-  for k, values in pairs(facts.query) do query[k] = { key = k, values = values } end
-  local ms = now_ms()
+  for k, values in pairs(match.parse_query(url:match("%?(.*)$"))) do query[k] = { key = k, values = values } end
   local entry = {
+    id = n and entry_id(n),
     request = {
-      url = facts.url, absoluteUrl = "http://" .. (req:header("host") or "localhost") .. facts.url,
-      method = facts.method, clientIp = req.remote_addr, headers = sent_headers(req),
-      cookies = facts:cookies(), bodyTruncated = truncated or nil,
+      url = url, absoluteUrl = "http://" .. (f[7] ~= "" and f[7] or "localhost") .. url,
+      method = f[4], clientIp = f[6] ~= "" and f[6] or nil, headers = headers,
+      cookies = match.parse_cookies(cookie), bodyTruncated = how ~= ENTRY_WHOLE or nil,
       loggedDate = ms, loggedDateString = iso_date(ms), queryParams = query,
       browserProxyRequest = false,
     },
-    responseDefinition = { status = status },
-    wasMatched = stub ~= nil,
-    stubId = stub and stub.id,
+    responseDefinition = { status = tonumber(f[2]) },
+    wasMatched = f[3] ~= "",
+    stubId = f[3] ~= "" and f[3] or nil,
   }
-  model.put_body(entry.request, truncated and body:sub(1, JOURNAL_BODY_MAX) or body)
-  if proxied then
-    entry.responseDefinition.proxyBaseUrl = proxied.base
-    entry.response = { status = proxied.status, headers = proxied.headers }
-    if whole or #proxied.body <= JOURNAL_RESPONSE_MAX then
-      model.put_body(entry.response, proxied.body)
-    else
-      entry.response.bodyTruncated = true
-    end
+  if how == ENTRY_DROPPED then
+    entry.request.headers = {}
+    entry.request.body = ""
+  else
+    model.put_body(entry.request, sub(text, p))
+  end
+  if f[10] ~= "" then
+    local r = json_decode(f[10])
+    entry.responseDefinition.proxyBaseUrl = r.base
+    r.base = nil
+    entry.response = r
   end
   return entry
 end
 
+-- A stored entry as WireMock's ServeEvent: Redis keeps that JSON.
+local function entry_of(text, n)
+  if remote then return json_decode(text) end
+  return journal_read(text, n)
+end
+
 local function log_request(self, req, facts, stub, status, proxied)
   local size = self.settings.journal_size
-  local entry = journal_entry(req, facts, stub, status, proxied)
-  if remote then return remote:append(json_encode(entry), size) end
+  -- Redis keeps WireMock's JSON (the store gives the id): a round trip
+  -- costs far more than the encoding.
+  if remote then
+    return remote:append(json_encode(journal_read(journal_text(req, facts, stub, status, proxied))), size)
+  end
   -- The journal's sequence number makes the id: unique for the server's
   -- life, and cheaper than a random UUID.
   local n = state:incr(KEY_SEQ)
   if n == nil then return end
-  entry.id = ("6a6f7572-6e61-4c00-8000-%012x"):format(n)
-  if not journal_store:set(KEY_ENTRY .. n, json_encode(entry)) then
+  local key = KEY_ENTRY .. n
+  if not journal_store:set(key, journal_text(req, facts, stub, status, proxied)) then
     -- Larger than the journal's largest block: keep the entry, without
     -- the response's body, then without the request's headers and body.
-    local r = entry.response
-    if r then r.body, r.bodyAsBase64, r.bodyTruncated = nil, nil, true end
-    if not (r and journal_store:set(KEY_ENTRY .. n, json_encode(entry))) then
-      local q = entry.request
-      q.headers, q.body, q.bodyAsBase64, q.bodyTruncated = {}, "", nil, true
-      journal_store:set(KEY_ENTRY .. n, json_encode(entry))
+    if not (proxied and journal_store:set(key, journal_text(req, facts, stub, status, proxied, false, nil, true))) then
+      journal_store:set(key, journal_text(req, facts, stub, status, proxied, false, ENTRY_DROPPED, true))
     end
   end
   if n > size then
@@ -581,7 +667,7 @@ local function each_entry(fn, oldest_first)
   if oldest_first then from, to, step = first, last, 1 end
   for n = from, to, step do
     local text = journal_store:get(KEY_ENTRY .. n)
-    local e = text and json_decode(text)
+    local e = text and journal_read(text, n)
     if e and fn(e) == false then return end
   end
 end
@@ -931,7 +1017,7 @@ end
 -- that follows serves it. A request recorded before is not again.
 function record_exchange(self, req, facts, stub, proxied)
   local spec = self.record_defaults
-  local mapping, key = record.mapping(journal_entry(req, facts, stub, proxied.status, proxied, true), spec)
+  local mapping, key = record.mapping(journal_read(journal_text(req, facts, stub, proxied.status, proxied, true)), spec)
   local claim = KEY_RECORDED .. record.digest(key)
   local ok, err = state:add(claim, true)
   if not ok then
@@ -1284,7 +1370,7 @@ local function entries_between(first, last)
   local list, lost = {}, 0
   for n = first, last do
     local text = journal_store:get(KEY_ENTRY .. n)
-    local e = text and json_decode(text)
+    local e = text and entry_of(text, n)
     if e then list[#list + 1] = e else lost = lost + 1 end
   end
   if lost > 0 then
