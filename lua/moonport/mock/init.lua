@@ -470,8 +470,7 @@ end
 -- derived. Logging is on every request's path, reading is not: WireMock's
 -- ServeEvent (headers by name, cookies, query parameters, the dates, the
 -- body or its base64) is worked out when the journal is read
--- (journal_read). An entry is these fields, each followed by "\0", then
--- the request's body, which may hold any byte:
+-- (journal_read). An entry is these fields, each followed by "\0":
 --
 --   loggedDate (ms) | the status answered | the stub's id, or nothing |
 --   method | url | client address | Host | "1" when the body was cut at
@@ -479,10 +478,13 @@ end
 --   large to keep; the header lines then hold the Cookie fields only),
 --   else nothing | the header lines as sent ("Name: value\r\n" each) |
 --   for a proxied exchange, the target's response (JSON: base, status,
---   headers, body or bodyAsBase64, or bodyTruncated), else nothing
+--   headers, body or bodyAsBase64, or bodyTruncated), else nothing |
+--   the length of the request's body as kept
 --
--- Header names, values, a URL and an address hold no NUL; the JSON is
--- ASCII with its control characters escaped.
+-- then that body, which may hold any byte, then what was added to the
+-- entry later (journal_amend), a JSON object of further ServeEvent fields,
+-- or nothing. Header names, values, a URL and an address hold no NUL, nor
+-- does JSON text.
 local ENTRY_WHOLE, ENTRY_CUT, ENTRY_DROPPED = "", "1", "2"
 
 -- Where an entry is put together: one buffer, reused.
@@ -522,11 +524,12 @@ local function journal_text(req, facts, stub, status, proxied, whole, how, proxi
   end
   b:put("\0")
   if proxied then b:put(proxied_text(proxied, whole, proxied_bodyless)) end
-  b:put("\0")
   if how == ENTRY_CUT then
-    b:put(sub(body, 1, JOURNAL_BODY_MAX))
+    b:put("\0", JOURNAL_BODY_MAX, "\0", sub(body, 1, JOURNAL_BODY_MAX))
   elseif how == ENTRY_WHOLE then
-    b:put(body)
+    b:put("\0", #body, "\0", body)
+  else
+    b:put("\0", 0, "\0")
   end
   return b:tostring()
 end
@@ -561,7 +564,7 @@ end
 -- (complete).
 local function journal_read(text, n)
   local f, p = {}, 1
-  for i = 1, 10 do
+  for i = 1, 11 do
     local z = find(text, "\0", p, true)
     if z == nil then return nil end
     f[i], p = sub(text, p, z - 1), z + 1
@@ -584,17 +587,24 @@ local function journal_read(text, n)
     wasMatched = f[3] ~= "",
     stubId = f[3] ~= "" and f[3] or nil,
   }
+  local body_end = p + (tonumber(f[11]) or 0) - 1
   if how == ENTRY_DROPPED then
     entry.request.headers = {}
     entry.request.body = ""
   else
-    model.put_body(entry.request, sub(text, p))
+    model.put_body(entry.request, sub(text, p, body_end))
   end
   if f[10] ~= "" then
     local r = json_decode(f[10])
     entry.responseDefinition.proxyBaseUrl = r.base
     r.base = nil
     entry.response = r
+  end
+  if body_end < #text then
+    local extra = json_decode(sub(text, body_end + 1))
+    if type(extra) == "table" then
+      for k, v in pairs(extra) do entry[k] = v end
+    end
   end
   return entry
 end
@@ -603,6 +613,29 @@ end
 local function entry_of(text, n)
   if remote then return json_decode(text) end
   return journal_read(text, n)
+end
+
+--- Changes what journal entry n holds besides the request: amend(extra)
+-- gets a table of further ServeEvent fields (subEvents, ...; empty at
+-- first) and changes it in place. Does nothing when the entry is no
+-- longer kept. Returns true when stored, or false and why. (Redis keeps
+-- the whole ServeEvent: amend gets that.)
+local function journal_amend(n, amend)
+  local key = KEY_ENTRY .. n
+  local text = journal_store:get(key)
+  if text == nil then return false, "gone" end
+  if remote then
+    local e = json_decode(text)
+    amend(e)
+    return journal_store:set(key, json_encode(e))
+  end
+  local p = 1
+  for _ = 1, 10 do p = find(text, "\0", p, true) + 1 end
+  local z = find(text, "\0", p, true)
+  local body_end = z + tonumber(sub(text, p, z - 1))
+  local extra = body_end < #text and json_decode(sub(text, body_end + 1)) or {}
+  amend(extra)
+  return journal_store:set(key, sub(text, 1, body_end) .. json_encode(extra))
 end
 
 local function log_request(self, req, facts, stub, status, proxied)
