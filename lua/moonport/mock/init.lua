@@ -313,7 +313,8 @@ end
 -- fields it reads on every request, and methods for the rest, each worked
 -- out when first asked. Methods on a metatable, not closures: making a
 -- function per request would keep this path out of the JIT.
-local EMPTY_QUERY = setmetatable({}, { __newindex = function() error("the query of a request without one", 2) end })
+-- The query of a request without one, and other empty parts; never written.
+local EMPTY = setmetatable({}, { __newindex = function() error("EMPTY is read-only", 2) end })
 
 local Facts = {}
 local FACTS = { __index = Facts }
@@ -322,7 +323,7 @@ local function facts_of(req)
   local path, qs = req.path, req.query_string
   local f = setmetatable({ req = req, method = req.method, path = path }, FACTS)
   if qs == "" then
-    f.url, f.query = path, EMPTY_QUERY
+    f.url, f.query = path, EMPTY
   else
     f.url, f.query = path .. "?" .. qs, match.parse_query(qs)
   end
@@ -824,19 +825,49 @@ function MockApp:send_file(res, name, content_type)
   return res:send(msg .. "\n")
 end
 
--- What templates see of a request, and the response's
--- transformerParameters (templates' `parameters`).
-local function template_ctx(req, facts, base_url, parameters)
+-- What templates see of a request (ctx.request): the parts that cost
+-- nothing to hand over, and the rest (REQUEST_PARTS) worked out when a
+-- template first reads them, so that one that reads the path alone builds
+-- no table of headers; and the response's transformerParameters
+-- (templates' `parameters`).
+local FACTS, SELF = {}, {} -- a view's own keys, no template's
+local REQUEST_PARTS = {}
+
+function REQUEST_PARTS.path_segments(view)
   local segments = {}
-  for seg in facts.path:gmatch("[^/]+") do segments[#segments + 1] = seg end
+  for seg in view.path:gmatch("[^/]+") do segments[#segments + 1] = seg end
+  return segments
+end
+
+function REQUEST_PARTS.path_params(view) return view[FACTS].path_params or EMPTY end
+
+function REQUEST_PARTS.query(view)
   local query = {}
-  for k, v in pairs(facts.query) do query[k] = #v == 1 and v[1] or v end
-  return { request = {
-    url = facts.url, path = facts.path, path_segments = segments,
-    path_params = facts.path_params or {}, query = query, headers = req:headers(),
-    body = facts:body(), method = facts.method, base_url = base_url,
-    req = req,
-  }, parameters = parameters }
+  for k, v in pairs(view[FACTS].query) do query[k] = #v == 1 and v[1] or v end
+  return query
+end
+
+function REQUEST_PARTS.headers(view) return view.req:headers() end
+
+function REQUEST_PARTS.body(view) return view[FACTS]:body() end
+
+-- request.baseUrl: the scheme and authority the client used, as WireMock
+-- has it (the Host field; the address listened on without one).
+function REQUEST_PARTS.base_url(view)
+  return "http://" .. (view.req:header("host") or view[SELF].settings.listen_host or "localhost")
+end
+
+local REQUEST_VIEW = { __index = function(view, key)
+  local part = REQUEST_PARTS[key]
+  if part == nil then return nil end
+  local value = part(view)
+  rawset(view, key, value)
+  return value
+end }
+
+local function template_ctx(self, req, facts, parameters)
+  return { request = setmetatable({ url = facts.url, path = facts.path, method = facts.method,
+    req = req, [FACTS] = facts, [SELF] = self }, REQUEST_VIEW), parameters = parameters }
 end
 
 -- Renders a template, or raises {template = message} when it does not
@@ -900,7 +931,7 @@ local ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS, HEAD"
 -- with credentials; preflights for every method, the headers asked for,
 -- cached a day. A page may read the headers front ends need most; a
 -- stub's own headers are added to the list where it answers
--- (expose_headers).
+-- (plan_of).
 local EXPOSE = { "Location", "ETag", "Last-Modified", "Link", "Content-Disposition",
   "Retry-After", "X-Request-Id", "X-Total-Count" }
 local mock_cors = require("moonport.cors"){
@@ -916,40 +947,43 @@ local EXPOSED = { ["cache-control"] = true, ["content-language"] = true,
   ["pragma"] = true }
 for _, name in ipairs(EXPOSE) do EXPOSED[lower(name)] = true end
 
--- Exposes the headers a stub answers with (headers: {name, value} pairs)
--- to the page of a cross-origin request, as CORS is on for stubs.
-local function expose_headers(self, req, res, headers)
-  if not self.settings.cors or req:header("origin") == nil then return end
-  local names, seen = {}, {}
-  for _, h in ipairs(headers) do
-    local l = lower(h[1])
-    if not EXPOSED[l] and not seen[l] then
-      seen[l] = true
-      names[#names + 1] = h[1]
-    end
-  end
-  if #names > 0 then res:header("Access-Control-Expose-Headers", concat(names, ", ")) end
+-- What answering with a stub's response table takes that is the same on
+-- every request, worked out on its first: whether it is templated, its
+-- status, its header fields (names, values as text and, when templated,
+-- compiled), whether it is JSON and says its Content-Type, the
+-- Access-Control-Expose-Headers it adds for a cross-origin request (a
+-- stub's own headers are exposed to the page, as CORS is on for stubs),
+-- and its body when that is fixed (a file's is read when served). Kept by
+-- stub: an admin change makes new stubs, and no response changes once
+-- loaded. Raises {template = message} as render does.
+local plans = setmetatable({}, { __mode = "k" })
+local RENDER_JSON = { json = true }
+
+local function compiled_template(text, where)
+  local compiled, err = template.compile(text)
+  if compiled == nil then error({ template = where .. ": " .. err }) end
+  return compiled
 end
 
--- Answers from a stub's response table. Everything that may fail (a
--- template, a body file) is worked out before the first res call, so that
--- an answer about the failure carries none of the stub's headers.
-local function respond_with(self, stub, r, req, res, facts)
-  -- request.baseUrl: the scheme and authority the client used, as WireMock
-  -- has it (the Host field; the address listened on without one).
-  local ctx = templated(stub, r) and template_ctx(req, facts,
-    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"),
-    r.transformer_parameters)
-  local json = r.json_body ~= nil
-  local headers, has_type = {}, false
+local function plan_of(stub, r)
+  local plan = plans[stub]
+  if plan ~= nil then return plan end
+  local tpl = templated(stub, r) and true or false
+  local names, values, compiled = {}, {}, {}
+  local json, has_type = r.json_body ~= nil, false
+  local exposed, seen = {}, {}
   for name, value in pairs(r.headers or {}) do
     local lname = lower(name)
     if not FRAMING[lname] then
       local list = type(value) == "table" and value or { value }
       for _, v in ipairs(list) do
-        v = tostring(v)
-        if ctx then v = render(v, ctx, "header " .. name) end
-        headers[#headers + 1] = { name, v }
+        local n = #names + 1
+        names[n], values[n] = name, tostring(v)
+        if tpl then compiled[n] = compiled_template(values[n], "header " .. name) end
+        if not EXPOSED[lname] and not seen[lname] then
+          seen[lname] = true
+          exposed[#exposed + 1] = name
+        end
       end
       if lname == "content-type" then
         has_type = true
@@ -957,12 +991,53 @@ local function respond_with(self, stub, r, req, res, facts)
       end
     end
   end
-  local body, path, size
-  body, json, path, size = body_of(self, r, ctx, json)
-  res:status(tonumber(r.status) or 200, r.status_message)
-  for _, h in ipairs(headers) do res:header(h[1], h[2]) end
-  expose_headers(self, req, res, headers)
-  if json and not has_type then res:header("Content-Type", "application/json") end
+  plan = { templated = tpl, status = tonumber(r.status) or 200, names = names, values = values,
+           compiled = compiled, json = json, has_type = has_type,
+           expose = #exposed > 0 and concat(exposed, ", ") or nil }
+  local body
+  if r.json_body ~= nil then
+    body = json_encode(r.json_body)
+  elseif r.base64_body ~= nil then
+    -- Bytes, never a template.
+    plan.body = model.base64_decode(tostring(r.base64_body)) or ""
+  elseif r.body_file_name == nil then
+    body = r.body ~= nil and tostring(r.body) or ""
+  end
+  if body ~= nil and tpl then
+    plan.body_template = compiled_template(body, "body")
+    -- A body that reads as JSON stays JSON whatever the values hold.
+    plan.body_opts = (json or body:find("^%s*[%[{]")) and RENDER_JSON or nil
+  elseif body ~= nil then
+    plan.body = body
+  end
+  plans[stub] = plan
+  return plan
+end
+
+-- Answers from a stub's response table. Everything that may fail (a
+-- template, a body file) is worked out before the first res call, so that
+-- an answer about the failure carries none of the stub's headers.
+local function respond_with(self, stub, r, req, res, facts)
+  local plan = plan_of(stub, r)
+  local ctx = plan.templated and template_ctx(self, req, facts, r.transformer_parameters)
+  local names, values = plan.names, plan.values
+  if ctx and #names > 0 then
+    local compiled, rendered = plan.compiled, {}
+    for i = 1, #names do rendered[i] = template.render(compiled[i], ctx) end
+    values = rendered
+  end
+  local body, json, path, size = plan.body, plan.json, nil, nil
+  if plan.body_template then
+    body = template.render(plan.body_template, ctx, plan.body_opts)
+  elseif body == nil then
+    body, json, path, size = body_of(self, r, ctx, json)
+  end
+  res:status(plan.status, r.status_message)
+  for i = 1, #names do res:header(names[i], values[i]) end
+  if plan.expose and self.settings.cors and req:header("origin") ~= nil then
+    res:header("Access-Control-Expose-Headers", plan.expose)
+  end
+  if json and not plan.has_type then res:header("Content-Type", "application/json") end
   if path then
     if not stream_file(res, path, size) then
       error(("bodyFileName %q: cannot be read"):format(tostring(r.body_file_name)), 0)
