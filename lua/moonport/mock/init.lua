@@ -1209,7 +1209,8 @@ local function serve(self, req, res)
   local facts = facts_of(req)
   -- Matching must not yield (match.find keeps its place in module state),
   -- and reading a body may: read it first.
-  if req:header("content-length") or req:header("transfer-encoding") then facts:body() end
+  -- A request with neither field has no body: nothing to read then.
+  if req:header("content-length") or req:header("transfer-encoding") then facts:body() else facts.body_text = "" end
   local stub = find_for(self, facts)
   if stub == nil and static_file(self, facts, res) then return end
   if stub == nil then

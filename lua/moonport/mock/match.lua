@@ -526,6 +526,20 @@ local function query_check(name, sm)
   }
 end
 
+-- The checks from i on as one function(facts): true, or what the first
+-- that fails gives and its index. A chain of calls, not a loop: a loop
+-- would make a JIT trace of its own on every request's path.
+local function chain(checks, i)
+  local check = checks[i]
+  if check == nil then return function() return true end end
+  local test, rest = check.test, chain(checks, i + 1)
+  return function(f)
+    local ok, err = test(f)
+    if not ok then return ok, err, i end
+    return rest(f)
+  end
+end
+
 --- Compiles a stub's request pattern. Returns a compiled pattern, or nil and
 -- what is wrong (a bad regular expression, an unknown matcher).
 function match.compile(req)
@@ -671,6 +685,7 @@ function match.compile(req)
     add({ test = function(f) return bm.test(f:body()) end,
           explain = function(f) return bm.explain(f:body()) end }, "body")
   end
+  c.run = chain(checks, 1)
   return c
 end
 
@@ -697,13 +712,10 @@ function match.test(c, facts)
     remember(facts, c, 0)
     return false
   end
-  local checks = c.checks
-  for i = 1, #checks do
-    local ok, err = checks[i].test(facts)
-    if not ok then
-      remember(facts, c, ok == nil and { at = i, err = err } or i)
-      return ok, err
-    end
+  local ok, err, at = c.run(facts)
+  if not ok then
+    remember(facts, c, ok == nil and { at = at, err = err } or at)
+    return ok, err
   end
   return true
 end
@@ -817,10 +829,22 @@ end
 local lists, heads, nlists = {}, {}, 0
 
 local function add_list(list)
-  if list ~= nil then
+  if list ~= nil and list[1] ~= nil then
     nlists = nlists + 1
     lists[nlists], heads[nlists] = list, 1
   end
+end
+
+-- s when its pattern matches facts and accept(s) takes it, else nil.
+local function try(s, facts, accept, on_error)
+  local ok, err = match.test(s.compiled, facts)
+  if ok then
+    if accept == nil or accept(s) then return s end
+    remember(facts, s.compiled, true)
+  elseif ok == nil and on_error ~= nil then
+    on_error(s, err)
+  end
+  return nil
 end
 
 --- The first stub, best first, whose pattern matches facts and which
@@ -836,19 +860,23 @@ function match.find(idx, facts, accept, on_error)
   local any = idx.literal.ANY
   if any then add_list(any[path]) end
   if idx.has_prefix then
-    -- The first one and two segments, found byte by byte: string.match
-    -- would keep this loop out of the JIT.
-    local len, i = #path, 2
-    while i <= len and byte(path, i) ~= 47 do i = i + 1 end -- '/'
+    -- The first one and two segments. A plain find, which the JIT
+    -- compiles, rather than string.match or a loop of our own.
+    local len = #path
+    local i = find(path, "/", 2, true) or len + 1
     add_list(idx.prefix[sub(path, 1, i - 1)])
     if i < len then
-      local j = i + 1
-      while j <= len and byte(path, j) ~= 47 do j = j + 1 end
+      local j = find(path, "/", i + 1, true) or len + 1
       add_list(idx.prefix[sub(path, 1, j - 1)])
     end
   end
   add_list(idx.rest)
   local n = nlists
+  if n == 0 then return nil end
+  if n == 1 and lists[1][2] == nil then
+    -- One stub to try, as for most literal paths: no loop.
+    return try(lists[1][1], facts, accept, on_error)
+  end
   while true do
     local best, bi
     for i = 1, n do
@@ -857,13 +885,7 @@ function match.find(idx, facts, accept, on_error)
     end
     if best == nil then return nil end
     heads[bi] = heads[bi] + 1
-    local ok, err = match.test(best.compiled, facts)
-    if ok then
-      if accept == nil or accept(best) then return best end
-      remember(facts, best.compiled, true)
-    elseif ok == nil and on_error ~= nil then
-      on_error(best, err)
-    end
+    if try(best, facts, accept, on_error) then return best end
   end
 end
 
