@@ -1205,8 +1205,8 @@ end
 -- The handler behind every path no route of the script takes.
 local function serve(self, req, res)
   -- /__admin belongs to the admin API: what it does not know is not a stub.
-  if is_admin_path(req.path) then return not_found(res, "Admin endpoint " .. req.path) end
   local facts = facts_of(req)
+  if is_admin_path(facts.path) then return not_found(res, "Admin endpoint " .. facts.path) end
   -- Matching must not yield (match.find keeps its place in module state),
   -- and reading a body may: read it first.
   -- A request with neither field has no body: nothing to read then.
