@@ -777,6 +777,14 @@ end
 
 -- The index ---------------------------------------------------------------
 
+-- The shape of a path's start, a number: its length, its second byte and
+-- the byte after its second '/' (0 for none). The index keeps the shapes
+-- of its prefix keys, so that a request whose start has none of them is
+-- known to have no prefix stubs without making the string to look up.
+local function shape(len, a, b)
+  return (len * 256 + (a or 0)) * 256 + (b or 0)
+end
+
 -- Priority first (1 is highest), then the newest.
 local function before(a, b)
   if a.priority ~= b.priority then return a.priority < b.priority end
@@ -820,6 +828,11 @@ function match.index(stubs)
   sort_all(idx.prefix)
   sort(idx.rest, before)
   idx.has_prefix = next(idx.prefix) ~= nil
+  idx.shapes = {}
+  for key in pairs(idx.prefix) do
+    local second = find(key, "/", 2, true)
+    idx.shapes[shape(#key, byte(key, 2), second and byte(key, second + 1))] = true
+  end
   return idx
 end
 
@@ -862,12 +875,13 @@ function match.find(idx, facts, accept, on_error)
   if idx.has_prefix then
     -- The first one and two segments. A plain find, which the JIT
     -- compiles, rather than string.match or a loop of our own.
-    local len = #path
+    local len, shapes = #path, idx.shapes
     local i = find(path, "/", 2, true) or len + 1
-    add_list(idx.prefix[sub(path, 1, i - 1)])
+    local a = byte(path, 2)
+    if shapes[shape(i - 1, a, nil)] then add_list(idx.prefix[sub(path, 1, i - 1)]) end
     if i < len then
       local j = find(path, "/", i + 1, true) or len + 1
-      add_list(idx.prefix[sub(path, 1, j - 1)])
+      if shapes[shape(j - 1, a, byte(path, i + 1))] then add_list(idx.prefix[sub(path, 1, j - 1)]) end
     end
   end
   add_list(idx.rest)
