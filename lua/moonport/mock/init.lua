@@ -965,6 +965,29 @@ local function compiled_template(text, where)
   return compiled
 end
 
+-- Sets the header fields names[i..] to values[i..] on res, and renders
+-- templates[i..] against ctx into values[i..]: chains of calls, not loops,
+-- which would make JIT traces of their own on every request's path.
+local function header_setter(names, i)
+  local name = names[i]
+  if name == nil then return function() end end
+  local rest = header_setter(names, i + 1)
+  return function(res, values)
+    res:header(name, values[i])
+    rest(res, values)
+  end
+end
+
+local function header_renderer(templates, i)
+  local tpl = templates[i]
+  if tpl == nil then return function() end end
+  local rest = header_renderer(templates, i + 1)
+  return function(ctx, values)
+    values[i] = template.render(tpl, ctx)
+    rest(ctx, values)
+  end
+end
+
 local function plan_of(stub, r)
   local plan = plans[stub]
   if plan ~= nil then return plan end
@@ -991,9 +1014,9 @@ local function plan_of(stub, r)
       end
     end
   end
-  plan = { templated = tpl, status = tonumber(r.status) or 200, names = names, values = values,
-           compiled = compiled, json = json, has_type = has_type,
-           expose = #exposed > 0 and concat(exposed, ", ") or nil }
+  plan = { templated = tpl, status = tonumber(r.status) or 200, values = values,
+           set_headers = header_setter(names, 1), render_headers = tpl and header_renderer(compiled, 1),
+           json = json, has_type = has_type, expose = #exposed > 0 and concat(exposed, ", ") or nil }
   local body
   if r.json_body ~= nil then
     body = json_encode(r.json_body)
@@ -1020,11 +1043,10 @@ end
 local function respond_with(self, stub, r, req, res, facts)
   local plan = plan_of(stub, r)
   local ctx = plan.templated and template_ctx(self, req, facts, r.transformer_parameters)
-  local names, values = plan.names, plan.values
-  if ctx and #names > 0 then
-    local compiled, rendered = plan.compiled, {}
-    for i = 1, #names do rendered[i] = template.render(compiled[i], ctx) end
-    values = rendered
+  local values = plan.values
+  if ctx and values[1] ~= nil then
+    values = {}
+    plan.render_headers(ctx, values)
   end
   local body, json, path, size = plan.body, plan.json, nil, nil
   if plan.body_template then
@@ -1033,7 +1055,7 @@ local function respond_with(self, stub, r, req, res, facts)
     body, json, path, size = body_of(self, r, ctx, json)
   end
   res:status(plan.status, r.status_message)
-  for i = 1, #names do res:header(names[i], values[i]) end
+  plan.set_headers(res, values)
   if plan.expose and self.settings.cors and req:header("origin") ~= nil then
     res:header("Access-Control-Expose-Headers", plan.expose)
   end
