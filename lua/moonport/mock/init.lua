@@ -834,12 +834,15 @@ local FACTS, SELF = {}, {} -- a view's own keys, no template's
 local REQUEST_PARTS = {}
 
 function REQUEST_PARTS.path_segments(view)
-  local segments = {}
-  for seg in view.path:gmatch("[^/]+") do segments[#segments + 1] = seg end
-  return segments
+  local segments, path, n, i = {}, view.path, 0, 1
+  while true do
+    local a, b = find(path, "[^/]+", i)
+    if a == nil then return segments end
+    n = n + 1
+    segments[n] = sub(path, a, b)
+    i = b + 1
+  end
 end
-
-function REQUEST_PARTS.path_params(view) return view[FACTS].path_params or EMPTY end
 
 function REQUEST_PARTS.query(view)
   local query = {}
@@ -867,7 +870,8 @@ end }
 
 local function template_ctx(self, req, facts, parameters)
   return { request = setmetatable({ url = facts.url, path = facts.path, method = facts.method,
-    req = req, [FACTS] = facts, [SELF] = self }, REQUEST_VIEW), parameters = parameters }
+    path_params = facts.path_params or EMPTY, req = req, [FACTS] = facts, [SELF] = self },
+    REQUEST_VIEW), parameters = parameters }
 end
 
 -- Renders a template, or raises {template = message} when it does not
