@@ -667,13 +667,12 @@ end
 
 -- Adds sub-events (a webhook's) to journal entry n, if it is still kept.
 local function add_sub_events(n, events)
-  local text = journal_store:get(KEY_ENTRY .. n)
-  local e = text and json_decode(text)
-  if type(e) ~= "table" then return end
-  local list = e.subEvents or json.array({})
-  for _, ev in ipairs(events) do list[#list + 1] = ev end
-  e.subEvents = list
-  if not journal_store:set(KEY_ENTRY .. n, json_encode(e)) then
+  local ok, err = journal_amend(n, function(extra)
+    local list = extra.subEvents or json.array({})
+    for _, ev in ipairs(events) do list[#list + 1] = ev end
+    extra.subEvents = list
+  end)
+  if not ok and err ~= "gone" then
     log("warn", "mock: a webhook's record does not fit in the journal (--journal-memory)")
   end
 end
@@ -872,6 +871,17 @@ local function template_ctx(self, req, facts, parameters)
   return { request = setmetatable({ url = facts.url, path = facts.path, method = facts.method,
     path_params = facts.path_params or EMPTY, req = req, [FACTS] = facts, [SELF] = self },
     REQUEST_VIEW), parameters = parameters }
+end
+
+-- template_ctx with every part worked out now, for templates rendered
+-- once the request is over (a webhook's).
+local function template_ctx_now(self, req, facts, parameters)
+  local ctx = template_ctx(self, req, facts, parameters)
+  local view = ctx.request
+  for key in pairs(REQUEST_PARTS) do
+    local _ = view[key]
+  end
+  return ctx
 end
 
 -- Renders a template, or raises {template = message} when it does not
@@ -1261,8 +1271,7 @@ local function serve(self, req, res)
   if not hooks then return respond(self, stub, req, res, facts) end
   -- Webhooks go once the answer has: their templates see the request as
   -- plain data, taken now, while it is there.
-  local ctx = template_ctx(req, facts,
-    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"))
+  local ctx = template_ctx_now(self, req, facts)
   respond(self, stub, req, res, facts)
   webhook.fire(hooks, ctx, sub_event_adder(n))
 end
