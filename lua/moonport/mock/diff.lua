@@ -422,7 +422,7 @@ end
 -- Bodies ---------------------------------------------------------------------
 
 local function body_text(facts)
-  local b = facts.body()
+  local b = facts:body()
   return b or ""
 end
 
@@ -549,8 +549,8 @@ function diff.render(stub, facts, scenario_state, width)
   end
   for _, h in ipairs(headers) do
     local name, m = h[1], h[2]
-    local values = facts.header(name) ~= nil
-      and (facts.header_values and facts.header_values(name) or { facts.header(name) }) or nil
+    local values = facts:header(name) ~= nil
+      and (facts.header_values and facts:header_values(name) or { facts:header(name) }) or nil
     local actual = ""
     if values then
       local parts = {}
@@ -609,7 +609,7 @@ function diff.render(stub, facts, scenario_state, width)
   for _, key in ipairs(ckeys) do
     local m = r.cookies[key]
     local op, expected = operator(m, "=")
-    local v = facts.cookies()[key]
+    local v = facts:cookies()[key]
     w.line("Cookie: " .. key .. op .. expected, v or "",
       message("Cookie", v, satisfies(m, v and { v } or nil, "cookie " .. key)))
   end

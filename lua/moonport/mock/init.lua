@@ -41,13 +41,15 @@ local record = require("moonport.mock.record")
 local webhook = require("moonport.mock.webhook")
 local diff = require("moonport.mock.diff")
 local store = require("moonport.mock.store")
-local header_fields = require("moonport.core.request").header_fields
+local core_request = require("moonport.core.request")
+local header_fields, put_header_lines = core_request.header_fields, core_request.put_header_lines
 local runner = require("moonport.core.runner")
+local string_buffer = require("string.buffer")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local error, pcall, setmetatable = error, pcall, setmetatable
 local concat, sort, floor = table.concat, table.sort, math.floor
-local find, byte, char, gsub, lower = string.find, string.byte, string.char, string.gsub, string.lower
+local find, byte, char, gsub, lower, sub = string.find, string.byte, string.char, string.gsub, string.lower, string.sub
 local state = core.mock_state
 local journal_store = core.mock_journal
 -- The Redis store when the mock's state is shared across instances
@@ -71,7 +73,7 @@ local KEY_RECORDED = "recorded:"      -- .. digest: --record-mappings wrote it
 local KEY_SETTINGS = "settings"       -- /__admin/settings as given (JSON)
 local KEY_FILE = "file:"              -- .. id: its file under mappings/
 -- In the journal store:
-local KEY_ENTRY = "entry:"            -- .. n: one entry (JSON)
+local KEY_ENTRY = "entry:"            -- .. n: one entry (journal_text)
 
 local METHODS = { "GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS" }
 -- Mappings are decoded keeping numbers as written, so that a jsonBody is
@@ -307,46 +309,73 @@ end
 
 -- Requests -------------------------------------------------------------------
 
--- What matching needs to know about req, computed only when asked.
+-- What matching needs to know about a request (match.lua's facts): the
+-- fields it reads on every request, and methods for the rest, each worked
+-- out when first asked. Methods on a metatable, not closures: making a
+-- function per request would keep this path out of the JIT.
+-- The query of a request without one, and other empty parts; never written.
+local EMPTY = setmetatable({}, { __newindex = function() error("EMPTY is read-only", 2) end })
+
+local Facts = {}
+local FACTS = { __index = Facts }
+
 local function facts_of(req)
-  local f = { method = req.method, path = req.path }
-  local qs = req.query_string
-  f.url = qs ~= "" and (f.path .. "?" .. qs) or f.path
-  f.query = match.parse_query(qs)
-  f.header = function(name) return req:header(name) end
-  f.header_values = function(name)
-    local names, values = header_fields(req)
-    local out, l = {}, lower(name)
-    for i = 1, #names do
-      if lower(names[i]) == l then out[#out + 1] = values[i] end
-    end
-    return out
-  end
-  local cookies
-  f.cookies = function()
-    cookies = cookies or match.parse_cookies(req:header("cookie"))
-    return cookies
-  end
-  local body
-  f.body = function()
-    if body == nil then body = req:body() or "" end
-    return body
+  local path, qs = req.path, req.query_string
+  local f = setmetatable({ req = req, method = req.method, path = path }, FACTS)
+  if qs == "" then
+    f.url, f.query = path, EMPTY
+  else
+    f.url, f.query = path .. "?" .. qs, match.parse_query(qs)
   end
   return f
 end
 
+function Facts.header(f, name) return f.req:header(name) end
+
+function Facts.header_values(f, name)
+  local names, values = header_fields(f.req)
+  local out, l = {}, lower(name)
+  for i = 1, #names do
+    if lower(names[i]) == l then out[#out + 1] = values[i] end
+  end
+  return out
+end
+
+function Facts.cookies(f)
+  local cookies = f.cookie_jar
+  if cookies == nil then
+    cookies = match.parse_cookies(f.req:header("cookie"))
+    f.cookie_jar = cookies
+  end
+  return cookies
+end
+
+function Facts.body(f)
+  local body = f.body_text
+  if body == nil then
+    body = f.req:body() or ""
+    f.body_text = body
+  end
+  return body
+end
+
 -- The same facts for a journal entry's request.
+local Logged = {}
+local LOGGED = { __index = Logged }
+
 local function facts_of_logged(r)
-  local f = { method = r.method, url = r.url }
+  local f = setmetatable({ method = r.method, url = r.url, logged = r }, LOGGED)
   f.path = r.url:match("^[^?]*")
   f.query = match.parse_query(r.url:match("%?(.*)$"))
   local headers = {}
   for k, v in pairs(r.headers or {}) do headers[k:lower()] = v end
-  f.header = function(name) return headers[name:lower()] end
-  f.cookies = function() return r.cookies or {} end
-  f.body = function() return model.logged_body(r) end
+  f.headers = headers
   return f
 end
+
+function Logged.header(f, name) return f.headers[name:lower()] end
+function Logged.cookies(f) return f.logged.cookies or {} end
+function Logged.body(f) return model.logged_body(f.logged) end
 
 local function scenario_state(name)
   return state:get(KEY_SCENARIO .. name) or "Started"
@@ -437,79 +466,196 @@ local function now_ms()
   return floor(core.now() * 1000)
 end
 
--- A journal entry (WireMock's ServeEvent) for req, without its id. What
--- can be derived later (the body in base64, the stub's mapping) is, when
--- the journal is read: logging is on every request's path, reading is
--- not. A proxied exchange also has the response the target gave
--- (proxied: {base, status, headers, body}), which recording reads.
--- The request's headers with their names as sent, as WireMock journals
--- them; a name sent again (in any case) has its values joined by ", "
--- under its first spelling.
-local function sent_headers(req)
-  local names, values = header_fields(req)
-  local out, spelled = {}, {}
-  for i = 1, #names do
-    local name, l = names[i], lower(names[i])
-    local first = spelled[l]
-    if first then
-      out[first] = out[first] .. ", " .. values[i]
-    else
-      spelled[l] = name
-      out[name] = values[i]
-    end
+-- Journal entries are stored raw: the request as it came, with what the
+-- journal alone knows (the time, the status, the stub), and nothing
+-- derived. Logging is on every request's path, reading is not: WireMock's
+-- ServeEvent (headers by name, cookies, query parameters, the dates, the
+-- body or its base64) is worked out when the journal is read
+-- (journal_read). An entry is these fields, each followed by "\0":
+--
+--   loggedDate (ms) | the status answered | the stub's id, or nothing |
+--   method | url | client address | Host | "1" when the body was cut at
+--   JOURNAL_BODY_MAX, "2" when the headers and body were dropped (too
+--   large to keep; the header lines then hold the Cookie fields only),
+--   else nothing | the header lines as sent ("Name: value\r\n" each) |
+--   for a proxied exchange, the target's response (JSON: base, status,
+--   headers, body or bodyAsBase64, or bodyTruncated), else nothing |
+--   the length of the request's body as kept
+--
+-- then that body, which may hold any byte, then what was added to the
+-- entry later (journal_amend), a JSON object of further ServeEvent fields,
+-- or nothing. Header names, values, a URL and an address hold no NUL, nor
+-- does JSON text.
+local ENTRY_WHOLE, ENTRY_CUT, ENTRY_DROPPED = "", "1", "2"
+
+-- Where an entry is put together: one buffer, reused.
+local entry_buf = string_buffer.new()
+
+-- The target's response of a proxied exchange as an entry keeps it; its
+-- body is left out (bodyTruncated) past JOURNAL_RESPONSE_MAX unless whole,
+-- or when bodyless.
+local function proxied_text(proxied, whole, bodyless)
+  local r = { base = proxied.base, status = proxied.status, headers = proxied.headers }
+  if not bodyless and (whole or #proxied.body <= JOURNAL_RESPONSE_MAX) then
+    model.put_body(r, proxied.body)
+  else
+    r.bodyTruncated = true
   end
-  return out
+  return json_encode(r)
 end
 
-local function journal_entry(req, facts, stub, status, proxied, whole)
-  local body = facts.body()
-  local truncated = not whole and #body > JOURNAL_BODY_MAX
+-- Puts req's journal entry together (see above), the body cut unless
+-- whole; how = ENTRY_DROPPED leaves the headers (but the Cookie fields)
+-- and the body out, and proxied_bodyless the proxied response's body.
+-- Returns the text.
+local function journal_text(req, facts, stub, status, proxied, whole, how, proxied_bodyless)
+  local body = facts:body()
+  if how == nil then
+    how = ENTRY_WHOLE
+    if not whole and #body > JOURNAL_BODY_MAX then how = ENTRY_CUT end
+  end
+  local b = entry_buf:reset()
+  b:put(now_ms(), "\0", status, "\0", stub and stub.id or "", "\0", facts.method, "\0", facts.url, "\0",
+        req.remote_addr or "", "\0", req:header("host") or "", "\0", how, "\0")
+  if how == ENTRY_DROPPED then
+    local cookie = req:header("cookie")
+    if cookie then b:put("Cookie: ", cookie, "\r\n") end
+  else
+    put_header_lines(req, b)
+  end
+  b:put("\0")
+  if proxied then b:put(proxied_text(proxied, whole, proxied_bodyless)) end
+  if how == ENTRY_CUT then
+    b:put("\0", JOURNAL_BODY_MAX, "\0", sub(body, 1, JOURNAL_BODY_MAX))
+  elseif how == ENTRY_WHOLE then
+    b:put("\0", #body, "\0", body)
+  else
+    b:put("\0", 0, "\0")
+  end
+  return b:tostring()
+end
+
+local function entry_id(n)
+  return ("6a6f7572-6e61-4c00-8000-%012x"):format(n)
+end
+
+-- The request's headers with their names as sent, as WireMock journals
+-- them; a name sent again (in any case) has its values joined by ", "
+-- under its first spelling. Also returns the Cookie fields' value (joined
+-- likewise), or nil.
+local function sent_headers(lines)
+  local out, spelled = {}, {}
+  for name, value in lines:gmatch("([^\r\n:]*): ([^\r\n]*)\r\n") do
+    local l = lower(name)
+    local first = spelled[l]
+    if first then
+      out[first] = out[first] .. ", " .. value
+    else
+      spelled[l] = name
+      out[name] = value
+    end
+  end
+  local cookie = spelled.cookie
+  return out, cookie and out[cookie]
+end
+
+-- A stored entry (journal_text's) as WireMock's ServeEvent, its id made
+-- from n (nil: none). What refers to the stub's mapping (stubMapping),
+-- and the request body's base64 when it is text, are added when shown
+-- (complete).
+local function journal_read(text, n)
+  local f, p = {}, 1
+  for i = 1, 11 do
+    local z = find(text, "\0", p, true)
+    if z == nil then return nil end
+    f[i], p = sub(text, p, z - 1), z + 1
+  end
+  local ms, how = tonumber(f[1]), f[8]
+  local url = f[5]
+  local headers, cookie = sent_headers(f[9])
   local query = {}
-  for k, values in pairs(facts.query) do query[k] = { key = k, values = values } end
-  local ms = now_ms()
+  for k, values in pairs(match.parse_query(url:match("%?(.*)$"))) do query[k] = { key = k, values = values } end
   local entry = {
+    id = n and entry_id(n),
     request = {
-      url = facts.url, absoluteUrl = "http://" .. (req:header("host") or "localhost") .. facts.url,
-      method = facts.method, clientIp = req.remote_addr, headers = sent_headers(req),
-      cookies = facts.cookies(), bodyTruncated = truncated or nil,
+      url = url, absoluteUrl = "http://" .. (f[7] ~= "" and f[7] or "localhost") .. url,
+      method = f[4], clientIp = f[6] ~= "" and f[6] or nil, headers = headers,
+      cookies = match.parse_cookies(cookie), bodyTruncated = how ~= ENTRY_WHOLE or nil,
       loggedDate = ms, loggedDateString = iso_date(ms), queryParams = query,
       browserProxyRequest = false,
     },
-    responseDefinition = { status = status },
-    wasMatched = stub ~= nil,
-    stubId = stub and stub.id,
+    responseDefinition = { status = tonumber(f[2]) },
+    wasMatched = f[3] ~= "",
+    stubId = f[3] ~= "" and f[3] or nil,
   }
-  model.put_body(entry.request, truncated and body:sub(1, JOURNAL_BODY_MAX) or body)
-  if proxied then
-    entry.responseDefinition.proxyBaseUrl = proxied.base
-    entry.response = { status = proxied.status, headers = proxied.headers }
-    if whole or #proxied.body <= JOURNAL_RESPONSE_MAX then
-      model.put_body(entry.response, proxied.body)
-    else
-      entry.response.bodyTruncated = true
+  local body_end = p + (tonumber(f[11]) or 0) - 1
+  if how == ENTRY_DROPPED then
+    entry.request.headers = {}
+    entry.request.body = ""
+  else
+    model.put_body(entry.request, sub(text, p, body_end))
+  end
+  if f[10] ~= "" then
+    local r = json_decode(f[10])
+    entry.responseDefinition.proxyBaseUrl = r.base
+    r.base = nil
+    entry.response = r
+  end
+  if body_end < #text then
+    local extra = json_decode(sub(text, body_end + 1))
+    if type(extra) == "table" then
+      for k, v in pairs(extra) do entry[k] = v end
     end
   end
   return entry
 end
 
+-- A stored entry as WireMock's ServeEvent: Redis keeps that JSON.
+local function entry_of(text, n)
+  if remote then return json_decode(text) end
+  return journal_read(text, n)
+end
+
+--- Changes what journal entry n holds besides the request: amend(extra)
+-- gets a table of further ServeEvent fields (subEvents, ...; empty at
+-- first) and changes it in place. Does nothing when the entry is no
+-- longer kept. Returns true when stored, or false and why. (Redis keeps
+-- the whole ServeEvent: amend gets that.)
+local function journal_amend(n, amend)
+  local key = KEY_ENTRY .. n
+  local text = journal_store:get(key)
+  if text == nil then return false, "gone" end
+  if remote then
+    local e = json_decode(text)
+    amend(e)
+    return journal_store:set(key, json_encode(e))
+  end
+  local p = 1
+  for _ = 1, 10 do p = find(text, "\0", p, true) + 1 end
+  local z = find(text, "\0", p, true)
+  local body_end = z + tonumber(sub(text, p, z - 1))
+  local extra = body_end < #text and json_decode(sub(text, body_end + 1)) or {}
+  amend(extra)
+  return journal_store:set(key, sub(text, 1, body_end) .. json_encode(extra))
+end
+
 local function log_request(self, req, facts, stub, status, proxied)
   local size = self.settings.journal_size
-  local entry = journal_entry(req, facts, stub, status, proxied)
-  if remote then return remote:append(json_encode(entry), size) end
+  -- Redis keeps WireMock's JSON (the store gives the id): a round trip
+  -- costs far more than the encoding.
+  if remote then
+    return remote:append(json_encode(journal_read(journal_text(req, facts, stub, status, proxied))), size)
+  end
   -- The journal's sequence number makes the id: unique for the server's
   -- life, and cheaper than a random UUID.
   local n = state:incr(KEY_SEQ)
   if n == nil then return end
-  entry.id = ("6a6f7572-6e61-4c00-8000-%012x"):format(n)
-  if not journal_store:set(KEY_ENTRY .. n, json_encode(entry)) then
+  local key = KEY_ENTRY .. n
+  if not journal_store:set(key, journal_text(req, facts, stub, status, proxied)) then
     -- Larger than the journal's largest block: keep the entry, without
     -- the response's body, then without the request's headers and body.
-    local r = entry.response
-    if r then r.body, r.bodyAsBase64, r.bodyTruncated = nil, nil, true end
-    if not (r and journal_store:set(KEY_ENTRY .. n, json_encode(entry))) then
-      local q = entry.request
-      q.headers, q.body, q.bodyAsBase64, q.bodyTruncated = {}, "", nil, true
-      journal_store:set(KEY_ENTRY .. n, json_encode(entry))
+    if not (proxied and journal_store:set(key, journal_text(req, facts, stub, status, proxied, false, nil, true))) then
+      journal_store:set(key, journal_text(req, facts, stub, status, proxied, false, ENTRY_DROPPED, true))
     end
   end
   if n > size then
@@ -521,13 +667,12 @@ end
 
 -- Adds sub-events (a webhook's) to journal entry n, if it is still kept.
 local function add_sub_events(n, events)
-  local text = journal_store:get(KEY_ENTRY .. n)
-  local e = text and json_decode(text)
-  if type(e) ~= "table" then return end
-  local list = e.subEvents or json.array({})
-  for _, ev in ipairs(events) do list[#list + 1] = ev end
-  e.subEvents = list
-  if not journal_store:set(KEY_ENTRY .. n, json_encode(e)) then
+  local ok, err = journal_amend(n, function(extra)
+    local list = extra.subEvents or json.array({})
+    for _, ev in ipairs(events) do list[#list + 1] = ev end
+    extra.subEvents = list
+  end)
+  if not ok and err ~= "gone" then
     log("warn", "mock: a webhook's record does not fit in the journal (--journal-memory)")
   end
 end
@@ -555,7 +700,7 @@ local function each_entry(fn, oldest_first)
   if oldest_first then from, to, step = first, last, 1 end
   for n = from, to, step do
     local text = journal_store:get(KEY_ENTRY .. n)
-    local e = text and json_decode(text)
+    local e = text and journal_read(text, n)
     if e and fn(e) == false then return end
   end
 end
@@ -679,19 +824,64 @@ function MockApp:send_file(res, name, content_type)
   return res:send(msg .. "\n")
 end
 
--- What templates see of a request, and the response's
--- transformerParameters (templates' `parameters`).
-local function template_ctx(req, facts, base_url, parameters)
-  local segments = {}
-  for seg in facts.path:gmatch("[^/]+") do segments[#segments + 1] = seg end
+-- What templates see of a request (ctx.request): the parts that cost
+-- nothing to hand over, and the rest (REQUEST_PARTS) worked out when a
+-- template first reads them, so that one that reads the path alone builds
+-- no table of headers; and the response's transformerParameters
+-- (templates' `parameters`).
+local FACTS, SELF = {}, {} -- a view's own keys, no template's
+local REQUEST_PARTS = {}
+
+function REQUEST_PARTS.path_segments(view)
+  local segments, path, n, i = {}, view.path, 0, 1
+  while true do
+    local a, b = find(path, "[^/]+", i)
+    if a == nil then return segments end
+    n = n + 1
+    segments[n] = sub(path, a, b)
+    i = b + 1
+  end
+end
+
+function REQUEST_PARTS.query(view)
   local query = {}
-  for k, v in pairs(facts.query) do query[k] = #v == 1 and v[1] or v end
-  return { request = {
-    url = facts.url, path = facts.path, path_segments = segments,
-    path_params = facts.path_params or {}, query = query, headers = req:headers(),
-    body = facts.body(), method = facts.method, base_url = base_url,
-    req = req,
-  }, parameters = parameters }
+  for k, v in pairs(view[FACTS].query) do query[k] = #v == 1 and v[1] or v end
+  return query
+end
+
+function REQUEST_PARTS.headers(view) return view.req:headers() end
+
+function REQUEST_PARTS.body(view) return view[FACTS]:body() end
+
+-- request.baseUrl: the scheme and authority the client used, as WireMock
+-- has it (the Host field; the address listened on without one).
+function REQUEST_PARTS.base_url(view)
+  return "http://" .. (view.req:header("host") or view[SELF].settings.listen_host or "localhost")
+end
+
+local REQUEST_VIEW = { __index = function(view, key)
+  local part = REQUEST_PARTS[key]
+  if part == nil then return nil end
+  local value = part(view)
+  rawset(view, key, value)
+  return value
+end }
+
+local function template_ctx(self, req, facts, parameters)
+  return { request = setmetatable({ url = facts.url, path = facts.path, method = facts.method,
+    path_params = facts.path_params or EMPTY, req = req, [FACTS] = facts, [SELF] = self },
+    REQUEST_VIEW), parameters = parameters }
+end
+
+-- template_ctx with every part worked out now, for templates rendered
+-- once the request is over (a webhook's).
+local function template_ctx_now(self, req, facts, parameters)
+  local ctx = template_ctx(self, req, facts, parameters)
+  local view = ctx.request
+  for key in pairs(REQUEST_PARTS) do
+    local _ = view[key]
+  end
+  return ctx
 end
 
 -- Renders a template, or raises {template = message} when it does not
@@ -755,7 +945,7 @@ local ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS, HEAD"
 -- with credentials; preflights for every method, the headers asked for,
 -- cached a day. A page may read the headers front ends need most; a
 -- stub's own headers are added to the list where it answers
--- (expose_headers).
+-- (plan_of).
 local EXPOSE = { "Location", "ETag", "Last-Modified", "Link", "Content-Disposition",
   "Retry-After", "X-Request-Id", "X-Total-Count" }
 local mock_cors = require("moonport.cors"){
@@ -771,40 +961,66 @@ local EXPOSED = { ["cache-control"] = true, ["content-language"] = true,
   ["pragma"] = true }
 for _, name in ipairs(EXPOSE) do EXPOSED[lower(name)] = true end
 
--- Exposes the headers a stub answers with (headers: {name, value} pairs)
--- to the page of a cross-origin request, as CORS is on for stubs.
-local function expose_headers(self, req, res, headers)
-  if not self.settings.cors or req:header("origin") == nil then return end
-  local names, seen = {}, {}
-  for _, h in ipairs(headers) do
-    local l = lower(h[1])
-    if not EXPOSED[l] and not seen[l] then
-      seen[l] = true
-      names[#names + 1] = h[1]
-    end
-  end
-  if #names > 0 then res:header("Access-Control-Expose-Headers", concat(names, ", ")) end
+-- What answering with a stub's response table takes that is the same on
+-- every request, worked out on its first: whether it is templated, its
+-- status, its header fields (names, values as text and, when templated,
+-- compiled), whether it is JSON and says its Content-Type, the
+-- Access-Control-Expose-Headers it adds for a cross-origin request (a
+-- stub's own headers are exposed to the page, as CORS is on for stubs),
+-- and its body when that is fixed (a file's is read when served). Kept by
+-- stub: an admin change makes new stubs, and no response changes once
+-- loaded. Raises {template = message} as render does.
+local plans = setmetatable({}, { __mode = "k" })
+local RENDER_JSON = { json = true }
+
+local function compiled_template(text, where)
+  local compiled, err = template.compile(text)
+  if compiled == nil then error({ template = where .. ": " .. err }) end
+  return compiled
 end
 
--- Answers from a stub's response table. Everything that may fail (a
--- template, a body file) is worked out before the first res call, so that
--- an answer about the failure carries none of the stub's headers.
-local function respond_with(self, stub, r, req, res, facts)
-  -- request.baseUrl: the scheme and authority the client used, as WireMock
-  -- has it (the Host field; the address listened on without one).
-  local ctx = templated(stub, r) and template_ctx(req, facts,
-    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"),
-    r.transformer_parameters)
-  local json = r.json_body ~= nil
-  local headers, has_type = {}, false
+-- Sets the header fields names[i..] to values[i..] on res, and renders
+-- templates[i..] against ctx into values[i..]: chains of calls, not loops,
+-- which would make JIT traces of their own on every request's path.
+local function header_setter(names, i)
+  local name = names[i]
+  if name == nil then return function() end end
+  local rest = header_setter(names, i + 1)
+  return function(res, values)
+    res:header(name, values[i])
+    rest(res, values)
+  end
+end
+
+local function header_renderer(templates, i)
+  local tpl = templates[i]
+  if tpl == nil then return function() end end
+  local rest = header_renderer(templates, i + 1)
+  return function(ctx, values)
+    values[i] = template.render(tpl, ctx)
+    rest(ctx, values)
+  end
+end
+
+local function plan_of(stub, r)
+  local plan = plans[stub]
+  if plan ~= nil then return plan end
+  local tpl = templated(stub, r) and true or false
+  local names, values, compiled = {}, {}, {}
+  local json, has_type = r.json_body ~= nil, false
+  local exposed, seen = {}, {}
   for name, value in pairs(r.headers or {}) do
     local lname = lower(name)
     if not FRAMING[lname] then
       local list = type(value) == "table" and value or { value }
       for _, v in ipairs(list) do
-        v = tostring(v)
-        if ctx then v = render(v, ctx, "header " .. name) end
-        headers[#headers + 1] = { name, v }
+        local n = #names + 1
+        names[n], values[n] = name, tostring(v)
+        if tpl then compiled[n] = compiled_template(values[n], "header " .. name) end
+        if not EXPOSED[lname] and not seen[lname] then
+          seen[lname] = true
+          exposed[#exposed + 1] = name
+        end
       end
       if lname == "content-type" then
         has_type = true
@@ -812,12 +1028,52 @@ local function respond_with(self, stub, r, req, res, facts)
       end
     end
   end
-  local body, path, size
-  body, json, path, size = body_of(self, r, ctx, json)
-  res:status(tonumber(r.status) or 200, r.status_message)
-  for _, h in ipairs(headers) do res:header(h[1], h[2]) end
-  expose_headers(self, req, res, headers)
-  if json and not has_type then res:header("Content-Type", "application/json") end
+  plan = { templated = tpl, status = tonumber(r.status) or 200, values = values,
+           set_headers = header_setter(names, 1), render_headers = tpl and header_renderer(compiled, 1),
+           json = json, has_type = has_type, expose = #exposed > 0 and concat(exposed, ", ") or nil }
+  local body
+  if r.json_body ~= nil then
+    body = json_encode(r.json_body)
+  elseif r.base64_body ~= nil then
+    -- Bytes, never a template.
+    plan.body = model.base64_decode(tostring(r.base64_body)) or ""
+  elseif r.body_file_name == nil then
+    body = r.body ~= nil and tostring(r.body) or ""
+  end
+  if body ~= nil and tpl then
+    plan.body_template = compiled_template(body, "body")
+    -- A body that reads as JSON stays JSON whatever the values hold.
+    plan.body_opts = (json or body:find("^%s*[%[{]")) and RENDER_JSON or nil
+  elseif body ~= nil then
+    plan.body = body
+  end
+  plans[stub] = plan
+  return plan
+end
+
+-- Answers from a stub's response table. Everything that may fail (a
+-- template, a body file) is worked out before the first res call, so that
+-- an answer about the failure carries none of the stub's headers.
+local function respond_with(self, stub, r, req, res, facts)
+  local plan = plan_of(stub, r)
+  local ctx = plan.templated and template_ctx(self, req, facts, r.transformer_parameters)
+  local values = plan.values
+  if ctx and values[1] ~= nil then
+    values = {}
+    plan.render_headers(ctx, values)
+  end
+  local body, json, path, size = plan.body, plan.json, nil, nil
+  if plan.body_template then
+    body = template.render(plan.body_template, ctx, plan.body_opts)
+  elseif body == nil then
+    body, json, path, size = body_of(self, r, ctx, json)
+  end
+  res:status(plan.status, r.status_message)
+  plan.set_headers(res, values)
+  if plan.expose and self.settings.cors and req:header("origin") ~= nil then
+    res:header("Access-Control-Expose-Headers", plan.expose)
+  end
+  if json and not plan.has_type then res:header("Content-Type", "application/json") end
   if path then
     if not stream_file(res, path, size) then
       error(("bodyFileName %q: cannot be read"):format(tostring(r.body_file_name)), 0)
@@ -905,7 +1161,7 @@ end
 -- that follows serves it. A request recorded before is not again.
 function record_exchange(self, req, facts, stub, proxied)
   local spec = self.record_defaults
-  local mapping, key = record.mapping(journal_entry(req, facts, stub, proxied.status, proxied, true), spec)
+  local mapping, key = record.mapping(journal_read(journal_text(req, facts, stub, proxied.status, proxied, true)), spec)
   local claim = KEY_RECORDED .. record.digest(key)
   local ok, err = state:add(claim, true)
   if not ok then
@@ -985,11 +1241,12 @@ end
 -- The handler behind every path no route of the script takes.
 local function serve(self, req, res)
   -- /__admin belongs to the admin API: what it does not know is not a stub.
-  if is_admin_path(req.path) then return not_found(res, "Admin endpoint " .. req.path) end
   local facts = facts_of(req)
+  if is_admin_path(facts.path) then return not_found(res, "Admin endpoint " .. facts.path) end
   -- Matching must not yield (match.find keeps its place in module state),
   -- and reading a body may: read it first.
-  if req:header("content-length") or req:header("transfer-encoding") then facts.body() end
+  -- A request with neither field has no body: nothing to read then.
+  if req:header("content-length") or req:header("transfer-encoding") then facts:body() else facts.body_text = "" end
   local stub = find_for(self, facts)
   if stub == nil and static_file(self, facts, res) then return end
   if stub == nil then
@@ -1014,8 +1271,7 @@ local function serve(self, req, res)
   if not hooks then return respond(self, stub, req, res, facts) end
   -- Webhooks go once the answer has: their templates see the request as
   -- plain data, taken now, while it is there.
-  local ctx = template_ctx(req, facts,
-    "http://" .. (req:header("host") or self.settings.listen_host or "localhost"))
+  local ctx = template_ctx_now(self, req, facts)
   respond(self, stub, req, res, facts)
   webhook.fire(hooks, ctx, sub_event_adder(n))
 end
@@ -1258,7 +1514,7 @@ local function entries_between(first, last)
   local list, lost = {}, 0
   for n = first, last do
     local text = journal_store:get(KEY_ENTRY .. n)
-    local e = text and json_decode(text)
+    local e = text and entry_of(text, n)
     if e then list[#list + 1] = e else lost = lost + 1 end
   end
   if lost > 0 then

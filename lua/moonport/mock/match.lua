@@ -7,11 +7,14 @@
 --     local ok, err = match.test(compiled, facts)
 --     local distance, why = match.near(compiled, facts)
 --
--- `facts` describes one request: { method, url (path and query), path,
--- query = {name = {values}}, header = function(name) -> value or nil
--- (the values of a repeated header joined by ", "), header_values =
--- function(name) -> {value of each line} (optional),
--- cookies = function() -> {name = value}, body = function() -> string }.
+-- `facts` describes one request: the fields method, url (path and
+-- query), path and query = {name = {values}}, and the methods
+-- facts:header(name) -> value or nil (the values of a repeated header
+-- joined by ", "), facts:header_values(name) -> {value of each line}
+-- (optional: a facts object may lack it), facts:cookies() -> {name =
+-- value} and facts:body() -> string. Methods rather than closures, so
+-- that making facts for a request makes no function (which would keep
+-- the request's path out of the JIT).
 -- Matching writes into it too: `path_params` (a template's parameters)
 -- and `memo`, what each stub tested against it gave, so that the report
 -- of the closest stubs runs no check a second time.
@@ -523,6 +526,20 @@ local function query_check(name, sm)
   }
 end
 
+-- The checks from i on as one function(facts): true, or what the first
+-- that fails gives and its index. A chain of calls, not a loop: a loop
+-- would make a JIT trace of its own on every request's path.
+local function chain(checks, i)
+  local check = checks[i]
+  if check == nil then return function() return true end end
+  local test, rest = check.test, chain(checks, i + 1)
+  return function(f)
+    local ok, err = test(f)
+    if not ok then return ok, err, i end
+    return rest(f)
+  end
+end
+
 --- Compiles a stub's request pattern. Returns a compiled pattern, or nil and
 -- what is wrong (a bad regular expression, an unknown matcher).
 function match.compile(req)
@@ -616,8 +633,8 @@ function match.compile(req)
     if mm == nil and err then return nil, err end
     if mm then
       local function values_of(f)
-        if f.header(name) == nil then return nil end
-        return f.header_values and f.header_values(name) or { f.header(name) }
+        if f:header(name) == nil then return nil end
+        return f.header_values and f:header_values(name) or { f:header(name) }
       end
       add({ test = function(f) return mm.test(values_of(f)) end,
             explain = function(f) return mm.explain(values_of(f)) end }, "header")
@@ -626,38 +643,38 @@ function match.compile(req)
     sm, err = string_matcher(m, "header " .. name, true)
     if sm == nil then return nil, err end
     add({ test = function(f)
-            local v = f.header(name)
+            local v = f:header(name)
             -- A header sent on several lines (joined by ", ") matches when
             -- one of its values does, as in WireMock.
             if v ~= nil and f.header_values ~= nil and find(v, ",", 1, true) then
-              local values = f.header_values(name)
+              local values = f:header_values(name)
               if #values > 1 then return any_value(sm, values) end
             end
             return sm.test(v)
           end,
-          explain = function(f) return sm.explain(f.header(name)) end }, "header")
+          explain = function(f) return sm.explain(f:header(name)) end }, "header")
     ::next_header::
   end
   for name, m in pairs(req.cookies or {}) do
     local sm
     sm, err = string_matcher(m, "cookie " .. name)
     if sm == nil then return nil, err end
-    add({ test = function(f) return sm.test(f.cookies()[name]) end,
-          explain = function(f) return sm.explain(f.cookies()[name]) end }, "cookie")
+    add({ test = function(f) return sm.test(f:cookies()[name]) end,
+          explain = function(f) return sm.explain(f:cookies()[name]) end }, "cookie")
   end
   if req.basic_auth ~= nil then
     local user_pass = tostring(req.basic_auth.username or "") .. ":" .. tostring(req.basic_auth.password or "")
     local want = "Basic " .. model.base64_encode(user_pass)
     add({
       test = function(f)
-        local got = f.header("authorization")
+        local got = f:header("authorization")
         if got == want then return true end
         -- Compare decoded, so that padding or case in "basic" do not matter.
         local enc = got and got:match("^[Bb][Aa][Ss][Ii][Cc]%s+(%S+)$")
         return enc ~= nil and model.base64_decode(enc) == user_pass
       end,
       explain = function(f)
-        return "basic auth credentials differ", f.header("authorization") and 0.5 or 1
+        return "basic auth credentials differ", f:header("authorization") and 0.5 or 1
       end,
     }, "header")
   end
@@ -665,9 +682,10 @@ function match.compile(req)
     local bm
     bm, err = body_matcher(m)
     if bm == nil then return nil, "body pattern " .. i .. ": " .. err end
-    add({ test = function(f) return bm.test(f.body()) end,
-          explain = function(f) return bm.explain(f.body()) end }, "body")
+    add({ test = function(f) return bm.test(f:body()) end,
+          explain = function(f) return bm.explain(f:body()) end }, "body")
   end
+  c.run = chain(checks, 1)
   return c
 end
 
@@ -694,13 +712,10 @@ function match.test(c, facts)
     remember(facts, c, 0)
     return false
   end
-  local checks = c.checks
-  for i = 1, #checks do
-    local ok, err = checks[i].test(facts)
-    if not ok then
-      remember(facts, c, ok == nil and { at = i, err = err } or i)
-      return ok, err
-    end
+  local ok, err, at = c.run(facts)
+  if not ok then
+    remember(facts, c, ok == nil and { at = at, err = err } or at)
+    return ok, err
   end
   return true
 end
@@ -762,6 +777,14 @@ end
 
 -- The index ---------------------------------------------------------------
 
+-- The shape of a path's start, a number: its length, its second byte and
+-- the byte after its second '/' (0 for none). The index keeps the shapes
+-- of its prefix keys, so that a request whose start has none of them is
+-- known to have no prefix stubs without making the string to look up.
+local function shape(len, a, b)
+  return (len * 256 + (a or 0)) * 256 + (b or 0)
+end
+
 -- Priority first (1 is highest), then the newest.
 local function before(a, b)
   if a.priority ~= b.priority then return a.priority < b.priority end
@@ -805,6 +828,11 @@ function match.index(stubs)
   sort_all(idx.prefix)
   sort(idx.rest, before)
   idx.has_prefix = next(idx.prefix) ~= nil
+  idx.shapes = {}
+  for key in pairs(idx.prefix) do
+    local second = find(key, "/", 2, true)
+    idx.shapes[shape(#key, byte(key, 2), second and byte(key, second + 1))] = true
+  end
   return idx
 end
 
@@ -814,10 +842,22 @@ end
 local lists, heads, nlists = {}, {}, 0
 
 local function add_list(list)
-  if list ~= nil then
+  if list ~= nil and list[1] ~= nil then
     nlists = nlists + 1
     lists[nlists], heads[nlists] = list, 1
   end
+end
+
+-- s when its pattern matches facts and accept(s) takes it, else nil.
+local function try(s, facts, accept, on_error)
+  local ok, err = match.test(s.compiled, facts)
+  if ok then
+    if accept == nil or accept(s) then return s end
+    remember(facts, s.compiled, true)
+  elseif ok == nil and on_error ~= nil then
+    on_error(s, err)
+  end
+  return nil
 end
 
 --- The first stub, best first, whose pattern matches facts and which
@@ -833,19 +873,24 @@ function match.find(idx, facts, accept, on_error)
   local any = idx.literal.ANY
   if any then add_list(any[path]) end
   if idx.has_prefix then
-    -- The first one and two segments, found byte by byte: string.match
-    -- would keep this loop out of the JIT.
-    local len, i = #path, 2
-    while i <= len and byte(path, i) ~= 47 do i = i + 1 end -- '/'
-    add_list(idx.prefix[sub(path, 1, i - 1)])
+    -- The first one and two segments. A plain find, which the JIT
+    -- compiles, rather than string.match or a loop of our own.
+    local len, shapes = #path, idx.shapes
+    local i = find(path, "/", 2, true) or len + 1
+    local a = byte(path, 2)
+    if shapes[shape(i - 1, a, nil)] then add_list(idx.prefix[sub(path, 1, i - 1)]) end
     if i < len then
-      local j = i + 1
-      while j <= len and byte(path, j) ~= 47 do j = j + 1 end
-      add_list(idx.prefix[sub(path, 1, j - 1)])
+      local j = find(path, "/", i + 1, true) or len + 1
+      if shapes[shape(j - 1, a, byte(path, i + 1))] then add_list(idx.prefix[sub(path, 1, j - 1)]) end
     end
   end
   add_list(idx.rest)
   local n = nlists
+  if n == 0 then return nil end
+  if n == 1 and lists[1][2] == nil then
+    -- One stub to try, as for most literal paths: no loop.
+    return try(lists[1][1], facts, accept, on_error)
+  end
   while true do
     local best, bi
     for i = 1, n do
@@ -854,13 +899,7 @@ function match.find(idx, facts, accept, on_error)
     end
     if best == nil then return nil end
     heads[bi] = heads[bi] + 1
-    local ok, err = match.test(best.compiled, facts)
-    if ok then
-      if accept == nil or accept(best) then return best end
-      remember(facts, best.compiled, true)
-    elseif ok == nil and on_error ~= nil then
-      on_error(best, err)
-    end
+    if try(best, facts, accept, on_error) then return best end
   end
 end
 

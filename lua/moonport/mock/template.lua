@@ -56,6 +56,7 @@
 
 local json = require("moonport.json")
 local jsonpath = require("moonport.mock.jsonpath")
+local string_buffer = require("string.buffer")
 
 local type, tostring, tonumber, pairs, ipairs, next, pcall, error, select =
   type, tostring, tonumber, pairs, ipairs, next, pcall, error, select
@@ -1877,6 +1878,28 @@ function parse_prog(tokens, k, scope)
   return prog, k, nil
 end
 
+-- A simple template (text and request values only) from part k on, as a
+-- chain of calls that put its output into buf, a string.buffer: calls,
+-- not a loop over the parts, which would make a JIT trace of its own on
+-- every templated response's path.
+local function simple_chain(parts, k, n)
+  if k > n then return function() end end
+  local part, rest = parts[k], simple_chain(parts, k + 1, n)
+  if type(part) == "string" then
+    return function(ctx, json, buf)
+      buf:put(part)
+      rest(ctx, json, buf)
+    end
+  end
+  local segs, in_string = part.segs, part.in_string
+  return function(ctx, json, buf)
+    local v = text_of(lookup(ctx, segs))
+    if json and in_string then v = json_escape(v) end
+    buf:put(v)
+    rest(ctx, json, buf)
+  end
+end
+
 local function compile(text)
   local tokens, err = scan(text)
   if not tokens then return nil, err end
@@ -1891,8 +1914,14 @@ local function compile(text)
     local part = prog[i]
     if type(part) ~= "string" and part.k ~= "path" then simple = false end
   end
-  return setmetatable({ parts = prog, n = prog.n, simple = simple }, Compiled)
+  return setmetatable({ parts = prog, n = prog.n, simple = simple and simple_chain(prog, 1, prog.n) },
+    Compiled)
 end
+
+-- Output buffers not in use. A render takes one and gives it back, so
+-- that a render inside another (or one a yield interrupts) has its own.
+local spare_buffers, spare_n = {}, 0
+local SPARE_MAX = 64 * 1024
 
 ------------------------------------------------------------------------
 -- Public API.
@@ -1944,21 +1973,27 @@ function template.render(tpl, ctx, opts)
   if type(ctx) ~= "table" then error("ctx must be a table", 2) end
   if opts ~= nil and type(opts) ~= "table" then error("opts must be a table", 2) end
   local json = opts and opts.json
-  local parts, out = compiled.parts, {}
-  if compiled.simple then
+  local simple = compiled.simple
+  if simple then
     -- Text and request values only: nothing to build but the output.
-    for k = 1, compiled.n do
-      local part = parts[k]
-      if type(part) == "string" then
-        out[k] = part
-      else
-        local v = text_of(lookup(ctx, part.segs))
-        if json and part.in_string then v = json_escape(v) end
-        out[k] = v
-      end
+    local buf
+    if spare_n > 0 then
+      buf, spare_buffers[spare_n] = spare_buffers[spare_n], nil
+      spare_n = spare_n - 1
+    else
+      buf = string_buffer.new()
     end
-    return concat(out)
+    simple(ctx, json, buf)
+    local text = buf:tostring()
+    -- One that grew for a large output goes, not to be held on to.
+    if #text <= SPARE_MAX then
+      buf:reset()
+      spare_n = spare_n + 1
+      spare_buffers[spare_n] = buf
+    end
+    return text
   end
+  local parts, out = compiled.parts, {}
   local env = { ctx = ctx, opts = opts, json = json, sp = 0, fp = 0 }
   local on = render_prog(parts, env, out, 0)
   return concat(out, "", 1, on)
