@@ -4,7 +4,7 @@
 #   gnuplot -e "csv='soak.csv'; minutes='soak-minutes.dat'; outfile='soak.png'" bench/soak/chart.gp
 #
 # soak.csv: bench/soak/report.py's, one row per 10 s sample with a header;
-# soak-minutes.dat: "minute killed upstream unexplained", one row a minute.
+# soak-minutes.dat: "minute killed upstream unexplained" per row, one a minute.
 
 set terminal pngcairo size 1000,1100 noenhanced font "sans,10"
 set output outfile

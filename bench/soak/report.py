@@ -157,10 +157,11 @@ def verdicts(raw, table):
     held = sum(len(e["held"]) for e in raw["events"]["usr1"]) + \
         sum(len(s["held"]) for s in raw["samples"])
     out.append(("rotated or deleted log files still open after SIGUSR1", "0", str(held), held == 0))
+    left = qe.get("open_connections")
     cw = max((r["conn_close_wait"] for r in table), default=0)
-    out.append(("connections in CLOSE-WAIT on the port, most in one sample",
-                "0 at the end", f"{cw} (end: {table[-1]['conn_close_wait'] if table else '?'})",
-                bool(table) and table[-1]["conn_close_wait"] == 0))
+    out.append(("connections on the port left open (any state but TIME-WAIT), load stopped",
+                "0", f"{'?' if left is None else len(left)} (under load, CLOSE-WAIT at most {cw})",
+                left == []))
     unexplained = sum(f["n"] for f in raw["mix"]["failures"] if f["cause"] == "unexplained") + \
         sum(r["unexplained"] for r in raw["wrk_runs"])
     out.append(("failed requests not attributed to a killed worker or an upstream restart",
@@ -215,7 +216,7 @@ def minute_table(raw, table):
     lines = ["| minute | wrk requests | mixed answers | failed: killed worker | failed: upstream restart"
              " | failed: unexplained | RSS master (KiB) | RSS worker 2 (KiB) | open files master / worker 2 |",
              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    dat = ["minute killed upstream unexplained"]
+    dat = ["# minute killed upstream unexplained"]
     minutes = int(-(-raw["minutes"] // 1))
     for m in range(minutes):
         rs = [r for r in table if m * 60 < r["t_s"] <= (m + 1) * 60 + 0.5]
@@ -325,11 +326,18 @@ def main():
     ]
     unexpected = unexpected_log_lines(raw)
     unexplained = [f for f in fails if f["cause"] == "unexplained"]
-    if unexplained or unexpected or raw["problems"]:
+    wrk_bad = [r for r in raw["wrk_runs"] if r["unexplained"]]
+    left = raw["quiet_end"].get("open_connections") or []
+    if unexplained or wrk_bad or unexpected or raw["problems"] or left:
         md += ["", "What went wrong (first lines):", "", "```"]
         for f in unexplained[:10]:
             md.append(f"{f['t'] - raw['t0']:.1f} s {f['kind']} {f['route']}: {f['error']} "
                       f"(port {f['port']}, answered before: {f['answered_before']})")
+        for r in wrk_bad[:10]:
+            md.append(f"wrk run {r['start'] - raw['t0']:.0f}-{r['end'] - raw['t0']:.0f} s: "
+                      f"{r['unexplained']} errors unexplained (connect {r['connect']}, read "
+                      f"{r['read']}, write {r['write']}, status {r['status']}, timeout {r['timeout']})")
+        md += [f"left open: {c}" for c in left[:10]]
         md += unexpected[:10] + raw["problems"][:10] + ["```"]
     with open(os.path.join(out_dir, "SOAK.md"), "w") as f:
         f.write("\n".join(md) + "\n")

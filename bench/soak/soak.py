@@ -295,9 +295,12 @@ class Soak:
                              "pool_redis": pool_redis, "held": held})
 
     def quiet(self):
-        """Open files of the long-lived processes with nothing going on."""
+        """Open files of the long-lived processes, and the connections on
+        the port other than TIME-WAIT, with nothing going on."""
         time.sleep(QUIET_S)
-        out = {}
+        out = {"open_connections": [
+            f"{state} {local}<-{peer}" for state, local, peer, _ in ss((self.port,))
+            if local == self.port and state not in ("LISTEN", "TIME-WAIT")]}
         for role in ("master", "worker2"):
             pid = self.roles().get(role)
             links = fd_links(pid) if pid else None
@@ -322,6 +325,7 @@ class Soak:
                  f"http://127.0.0.1:{self.port}/", "--", str(pause_ms)],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             self.wrk_pid = p.pid
+            self.wrk_proc = p
             out = p.communicate()[0]
             line = next((l for l in out.splitlines() if l.startswith("RESULT ")), None)
             if line is None:
@@ -529,10 +533,11 @@ class Soak:
         t0 = time.time()
         deadline = t0 + self.minutes * 60
         mix = Mix(self.port, t0, deadline)
-        threads = [threading.Thread(target=self.wrk_loop, args=(deadline,)),
-                   threading.Thread(target=mix.run),
-                   threading.Thread(target=self.faults, args=(t0, deadline)),
-                   threading.Thread(target=self.sampler, args=(t0, deadline))]
+        # Daemon threads: an interrupted soak exits without waiting for them.
+        threads = [threading.Thread(target=self.wrk_loop, args=(deadline,), daemon=True),
+                   threading.Thread(target=mix.run, daemon=True),
+                   threading.Thread(target=self.faults, args=(t0, deadline), daemon=True),
+                   threading.Thread(target=self.sampler, args=(t0, deadline), daemon=True)]
         for th in threads:
             th.start()
         for th in threads:
@@ -561,10 +566,14 @@ class Soak:
 def main():
     binary, root, work, redis_port, minutes, rate = sys.argv[1:7]
     soak = Soak(binary, root, work, int(redis_port), float(minutes), int(rate))
+    # SIGTERM (bench/soak/run stopping) ends the soak like Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("soak: stopped"))
     try:
         result = soak.run()
     finally:
-        for p in (getattr(soak, "proc", None), getattr(soak, "up", None)):
+        # Killing a master kills its workers too (PR_SET_PDEATHSIG).
+        for p in (getattr(soak, "proc", None), getattr(soak, "up", None),
+                  getattr(soak, "wrk_proc", None)):
             if p and p.poll() is None:
                 p.kill()
     json.dump(result, sys.stdout)
