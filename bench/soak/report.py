@@ -37,7 +37,8 @@ KILL_WINDOW_S = 5
 WRK_ERRORS_PER_KILLED_CONN = 2
 UPSTREAM_MARGIN_S = 1
 TREND_LIMIT_PCT = 1.0  # per 10 minutes, of the mean
-MIN_TREND_MINUTES = 10  # shorter runs report the trend without judging it
+MIN_TREND_MINUTES = 10  # shorter runs judge only a gross leak:
+GROSS_LIMIT_PCT = 50  # warm-up and GC swings reach about 20% per 10 min there
 ROLES = ("master", "worker1", "worker2", "upstream", "upstream-worker")
 
 
@@ -138,11 +139,12 @@ def verdicts(raw, table):
         trends[role] = (slope, mean, pct)
         figure = "too few samples" if pct is None else \
             f"{pct:+.2f}% per 10 min ({slope * 60:+.1f} KiB/min, mean {mean / 1024:.1f} MiB)"
-        ok = pct is not None and pct < TREND_LIMIT_PCT
-        if minutes < MIN_TREND_MINUTES:
-            ok = None  # too short: warm-up and GC swings outweigh any trend
+        limit = TREND_LIMIT_PCT if minutes >= MIN_TREND_MINUTES else GROSS_LIMIT_PCT
+        ok = pct is not None and pct < limit
+        if minutes < MIN_TREND_MINUTES and ok:
+            ok = None  # too short to tell a slow leak from warm-up and GC swings
         out.append((f"RSS of {role.replace('worker2', 'worker 2')}, fit over the last 2/3",
-                    f"< {TREND_LIMIT_PCT:g}% per 10 min", figure, ok))
+                    f"< {limit:g}% per 10 min", figure, ok))
     qs, qe = raw["quiet_start"], raw["quiet_end"]
     for role in ("master", "worker2"):
         a, b = qs.get(role), qe.get(role)
@@ -284,14 +286,15 @@ def main():
            if T < 30 else ""),
         "",
         f"**Verdict: {'pass' if passed else 'FAIL'}**"
-        + (f" (the RSS trend is not judged under {MIN_TREND_MINUTES} minutes: warm-up and the"
-           " garbage collector's swings outweigh any trend)" if unjudged else ""),
+        + (f" (under {MIN_TREND_MINUTES} minutes the RSS trend is held to {GROSS_LIMIT_PCT}% per"
+           " 10 min only, which catches a gross leak: over a few minutes warm-up and the garbage"
+           " collector's swings outweigh a slow one)" if unjudged else ""),
         "",
         "| criterion | threshold | this run | |",
         "| --- | --- | --- | --- |",
     ]
     for crit, thr, fig, ok in checks:
-        verdict = "not judged" if ok is None else "met" if ok else "**not met**"
+        verdict = "met (gross leak only)" if ok is None else "met" if ok else "**not met**"
         md.append(f"| {crit} | {thr} | {fig} | {verdict} |")
     md += [
         "",
