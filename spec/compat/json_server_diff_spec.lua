@@ -199,7 +199,7 @@ end
 -- db.json of both, as JSON, once json-server's (written after its answer)
 -- has settled: the difference, or nil.
 local function compare_files(c, pair)
-  local deadline = helpers.now() + 3
+  local deadline = helpers.now() + 10
   local d
   repeat
     local a = jc.try_decode(helpers.read_file(pair.dirs["json-server"] .. "/db.json") or "")
