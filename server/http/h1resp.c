@@ -316,6 +316,7 @@ int mp_h1resp_feed(mp_h1resp *h, const char *buf, size_t len, size_t *pos) {
     if (in_head && n > 0) {
       long k = scan_head(h, buf + *pos, n);
       if (k < 0) return failed(h, NULL);
+      if (k == 0) return MP_HTTPC_MORE; /* a CR held back (h1scan.h) */
       n = (size_t)k;
     }
     h->event = EV_NONE;

@@ -580,6 +580,7 @@ int mp_http1_execute(mp_http1 *h, const char *buf, size_t len, size_t *pos) {
     if (h->state == MP_H1_IN_HEAD && !mp_h1scan_done(&h->scan)) {
       long k = scan_head(h, p, n);
       if (k < 0) return MP_H1_ERROR;
+      if (k == 0) break; /* a CR held back for the byte after it */
       n = (size_t)k;
     } else if (h->chunk_line == CL_SIZE) {
       n = chunk_size_bytes(h, p, n);
