@@ -64,6 +64,7 @@ long mp_h1scan_head(mp_h1scan *s, const char *p, size_t n, size_t max) {
   size_t lim = n < allowance ? n : allowance;
   size_t i = 0;
   int refused = 0;
+  bool first_line = s->first_line;
   /* A refused byte is neither passed nor moves the state on. */
   while (i < lim && s->state != SC_DONE && refused == 0) {
     if (s->state == SC_IN_LINE) {
@@ -71,12 +72,12 @@ long mp_h1scan_head(mp_h1scan *s, const char *p, size_t n, size_t max) {
       if (i == lim) break;
     }
     unsigned char c = (unsigned char)p[i];
-    /* A CR goes with the byte after it: held back until that comes. (In a
-     * state after a CR, c is that byte, refused if it is one.) */
-    if (c == '\r' && i + 1 == n && s->state != SC_CR &&
-        s->state != SC_PRE_CR && s->state != SC_BLANK_CR)
-      break;
-    if (c == '\0') {
+    bool after_cr = s->state == SC_CR || s->state == SC_PRE_CR ||
+                    s->state == SC_BLANK_CR;
+    /* A CR goes with the byte after it: held back until that comes. (After
+     * a CR, c is that byte: anything but LF makes the CR a bare one.) */
+    if (c == '\r' && i + 1 == n && !after_cr) break;
+    if (c == '\0' && !after_cr) {
       refused = MP_H1SCAN_NUL;
       break;
     }
@@ -122,7 +123,11 @@ long mp_h1scan_head(mp_h1scan *s, const char *p, size_t n, size_t max) {
         else s->state = SC_DONE;
         break;
     }
-    if (refused == 0) i++;
+    if (refused != 0) break;
+    i++;
+    /* The first line goes to the parser alone, so that what it makes of
+     * that line never depends on whether field bytes came with it. */
+    if (first_line && !s->first_line) break;
   }
   /* A bare CR is refused at the byte after it, and not passed itself:
    * it is the byte before, in this call, since it was not held back. */

@@ -33,9 +33,10 @@ enum {
 void mp_h1scan_start(mp_h1scan *s);
 
 /* Scans the next n head bytes at p, at most max bytes in all for the
- * head. Returns how many of them belong to the head (all n, or up to and
- * including the LF of the blank line that ends it), or an MP_H1SCAN_*
- * code. Looks at no more than one byte past the limit.
+ * head. Returns how many of them may go to the parser now (all n, or up
+ * to and including the LF that ends the first line, or the blank line
+ * that ends the head), or an MP_H1SCAN_* code. Looks at no byte past the
+ * limit.
  *
  * A refusal comes at the byte it is about, whatever the reads: when bytes
  * before that byte are in the same call, their count is returned and the

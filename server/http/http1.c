@@ -535,6 +535,9 @@ done:
   h->chunk_line = st;
   return extra_bytes(h, i) != 0 ? -1 : (long)i;
 bad:
+  /* The bytes before the bad one count first, as they would have had they
+   * come in a read of their own: past the limit, the answer is 431. */
+  if (extra_bytes(h, i) != 0) return -1;
   return fail(h, 400, "invalid chunk extension");
 }
 

@@ -488,6 +488,9 @@ static void test_errors(void) {
    * the byte after it is in (inputs spec/fuzz/fuzz_h1resp.c found). */
   EXPECT_ERROR("H\r\r\rM", "bare CR in response head");
   EXPECT_ERROR("#\n\0", "invalid response");
+  /* llhttp takes a status of fewer than three digits. */
+  EXPECT_ERROR("HTTP/1.1 50\r\n\r\n", "invalid status code");
+  EXPECT_ERROR("HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n", "invalid status code");
   EXPECT_ERROR("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
                "Content-Length: 2\r\n\r\nab",
                "conflicting Content-Length");

@@ -724,6 +724,7 @@ static void test_error_independent_of_reads(void) {
       {"GET / HTTP/2.0\r\nX: \0\r\n\r\n", 24}, /* 505, then NUL */
       {"GET /a\x01" "b HTTP/1.1\r\nHost: x\r\n\r\n", 30}, /* bad target */
       {"GET / HTTP/1.1\r\nHost: x\r\nX-Y\r\r\n\r\n", 33},
+      {"GET /ok\r\nHoT\r\0 /ok\r\n\r\n", 22}, /* no version, then a field */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int status0 = 0;
@@ -745,6 +746,21 @@ static void test_error_independent_of_reads(void) {
       }
       free(buf);
     }
+  }
+  /* Chunk extensions past the limit, then a byte outside their grammar:
+   * 431 whatever the reads, as the bytes before the bad one count first. */
+  char req[2048];
+  int n = snprintf(req, sizeof req,
+                   "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+                   "\r\n\r\n1;a=%01100d@\r\nx\r\n0\r\n\r\n", 0);
+  for (size_t step = 0; step <= 64; step += 16) {
+    parsed t;
+    setup(&t);
+    char *buf;
+    size_t pos;
+    CHECK_EQ_INT(feedn(&t, req, (size_t)n, step, &buf, &pos), MP_H1_ERROR);
+    CHECK_EQ_INT(t.h.status, 431);
+    free(buf);
   }
 }
 
