@@ -174,6 +174,9 @@ static int on_headers_complete(llhttp_t *p) {
   h->status = p->status_code;
   if (p->http_major != 1 || p->http_minor > 1)
     return fail(h, "unsupported HTTP version");
+  /* llhttp 8.1.0 takes a status of one or two digits ("HTTP/1.1 50"); a
+   * status-code is three, 1xx to 5xx and beyond (RFC 9110 section 15). */
+  if (h->status < 100) return fail(h, "invalid status code");
   if (h->status == 101) return fail(h, "unexpected 101");
   if (h->status >= 100 && h->status < 200) {
     /* Skipped at its end (on_message_complete); it has no body. */
@@ -316,6 +319,7 @@ int mp_h1resp_feed(mp_h1resp *h, const char *buf, size_t len, size_t *pos) {
     if (in_head && n > 0) {
       long k = scan_head(h, buf + *pos, n);
       if (k < 0) return failed(h, NULL);
+      if (k == 0) return MP_HTTPC_MORE; /* a CR held back (h1scan.h) */
       n = (size_t)k;
     }
     h->event = EV_NONE;

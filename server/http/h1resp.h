@@ -37,7 +37,9 @@
 
 /* mp_h1resp_feed's answers (moonport.http reads them as MP_HTTPC_*). */
 enum {
-  MP_HTTPC_MORE = 0,  /* every byte consumed, nothing complete yet */
+  MP_HTTPC_MORE = 0,  /* every byte consumed (but a CR ending a head's
+                         bytes, parsed with the byte after it), nothing
+                         complete yet */
   MP_HTTPC_HEAD = 1,  /* a final head is complete */
   MP_HTTPC_BODY = 2,  /* body bytes: mp_h1resp_body */
   MP_HTTPC_DONE = 3,  /* the response ended */

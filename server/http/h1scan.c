@@ -30,6 +30,7 @@ enum {
 void mp_h1scan_start(mp_h1scan *s) {
   s->state = SC_PRE;
   s->first_line = true;
+  s->refused = 0;
   s->scanned = 0;
 }
 
@@ -58,16 +59,28 @@ static size_t skip_plain(const char *p, size_t i, size_t lim) {
 }
 
 long mp_h1scan_head(mp_h1scan *s, const char *p, size_t n, size_t max) {
-  size_t allowance = max + 1 - s->scanned; /* scanned <= max here */
+  if (s->refused != 0) return s->refused;
+  size_t allowance = max - s->scanned; /* scanned <= max here */
   size_t lim = n < allowance ? n : allowance;
   size_t i = 0;
-  while (i < lim && s->state != SC_DONE) {
+  int refused = 0;
+  bool first_line = s->first_line;
+  /* A refused byte is neither passed nor moves the state on. */
+  while (i < lim && s->state != SC_DONE && refused == 0) {
     if (s->state == SC_IN_LINE) {
       i = skip_plain(p, i, lim);
       if (i == lim) break;
     }
-    unsigned char c = (unsigned char)p[i++];
-    if (c == '\0') return MP_H1SCAN_NUL;
+    unsigned char c = (unsigned char)p[i];
+    bool after_cr = s->state == SC_CR || s->state == SC_PRE_CR ||
+                    s->state == SC_BLANK_CR;
+    /* A CR goes with the byte after it: held back until that comes. (After
+     * a CR, c is that byte: anything but LF makes the CR a bare one.) */
+    if (c == '\r' && i + 1 == n && !after_cr) break;
+    if (c == '\0' && !after_cr) {
+      refused = MP_H1SCAN_NUL;
+      break;
+    }
     switch (s->state) {
       case SC_PRE:
         if (c == '\r')
@@ -76,12 +89,13 @@ long mp_h1scan_head(mp_h1scan *s, const char *p, size_t n, size_t max) {
           s->state = SC_IN_LINE;
         break;
       case SC_PRE_CR:
-        if (c != '\n') return MP_H1SCAN_BARE_CR;
-        s->state = SC_PRE;
+        if (c != '\n') refused = MP_H1SCAN_BARE_CR;
+        else s->state = SC_PRE;
         break;
       case SC_LINE_START:
-        if (c == ' ' || c == '\t') return MP_H1SCAN_OBS_FOLD;
-        if (c == '\n')
+        if (c == ' ' || c == '\t')
+          refused = MP_H1SCAN_OBS_FOLD;
+        else if (c == '\n')
           s->state = SC_DONE;
         else if (c == '\r')
           s->state = SC_BLANK_CR;
@@ -97,19 +111,34 @@ long mp_h1scan_head(mp_h1scan *s, const char *p, size_t n, size_t max) {
         }
         break;
       case SC_CR:
-        if (c != '\n') return MP_H1SCAN_BARE_CR;
-        s->state = SC_LINE_START;
-        s->first_line = false;
+        if (c != '\n') {
+          refused = MP_H1SCAN_BARE_CR;
+        } else {
+          s->state = SC_LINE_START;
+          s->first_line = false;
+        }
         break;
       case SC_BLANK_CR:
-        if (c != '\n') return MP_H1SCAN_BARE_CR;
-        s->state = SC_DONE;
+        if (c != '\n') refused = MP_H1SCAN_BARE_CR;
+        else s->state = SC_DONE;
         break;
     }
+    if (refused != 0) break;
+    i++;
+    /* The first line goes to the parser alone, so that what it makes of
+     * that line never depends on whether field bytes came with it. */
+    if (first_line && !s->first_line) break;
   }
+  /* A bare CR is refused at the byte after it, and not passed itself:
+   * it is the byte before, in this call, since it was not held back. */
+  if (refused == MP_H1SCAN_BARE_CR) i--;
+  /* More bytes than the limit allows, and the head not over. */
+  if (refused == 0 && lim < n && i == lim && s->state != SC_DONE)
+    refused = MP_H1SCAN_TOO_LARGE;
   s->scanned += (uint32_t)i;
-  if (s->scanned > max) return MP_H1SCAN_TOO_LARGE;
-  return (long)i;
+  if (refused == 0) return (long)i;
+  s->refused = (int8_t)refused;
+  return i > 0 ? (long)i : refused;
 }
 
 const char *mp_h1_list_next(const char *v, size_t len, size_t *i, size_t *n) {

@@ -17,7 +17,8 @@
 typedef struct mp_h1scan {
   uint8_t state;    /* position within a line, see h1scan.c */
   bool first_line;  /* still in the request or status line */
-  uint32_t scanned; /* head bytes scanned so far */
+  int8_t refused;   /* an MP_H1SCAN_* code due at the next call, or 0 */
+  uint32_t scanned; /* head bytes scanned and passed so far */
 } mp_h1scan;
 
 /* Why mp_h1scan_head refused the head. */
@@ -32,9 +33,20 @@ enum {
 void mp_h1scan_start(mp_h1scan *s);
 
 /* Scans the next n head bytes at p, at most max bytes in all for the
- * head. Returns how many of them belong to the head (all n, or up to and
- * including the LF of the blank line that ends it), or an MP_H1SCAN_*
- * code. Looks at no more than one byte past the limit. */
+ * head. Returns how many of them may go to the parser now (all n, or up
+ * to and including the LF that ends the first line, or the blank line
+ * that ends the head), or an MP_H1SCAN_* code. Looks at no byte past the
+ * limit.
+ *
+ * A refusal comes at the byte it is about, whatever the reads: when bytes
+ * before that byte are in the same call, their count is returned and the
+ * code is kept for the next call, so that the caller's parser sees them
+ * first and reports an error of its own among them, as it would have had
+ * they come in a read of their own. A CR is passed only with the byte
+ * after it: one that ends the n bytes is not counted (the caller keeps it
+ * and gives it again with the next bytes), and a bare CR is refused at
+ * the byte after it without being passed. So 0 means a lone CR was held
+ * back. */
 long mp_h1scan_head(mp_h1scan *s, const char *p, size_t n, size_t max);
 
 /* True once the blank line ending the head has been scanned. */

@@ -535,6 +535,9 @@ done:
   h->chunk_line = st;
   return extra_bytes(h, i) != 0 ? -1 : (long)i;
 bad:
+  /* The bytes before the bad one count first, as they would have had they
+   * come in a read of their own: past the limit, the answer is 431. */
+  if (extra_bytes(h, i) != 0) return -1;
   return fail(h, 400, "invalid chunk extension");
 }
 
@@ -580,6 +583,7 @@ int mp_http1_execute(mp_http1 *h, const char *buf, size_t len, size_t *pos) {
     if (h->state == MP_H1_IN_HEAD && !mp_h1scan_done(&h->scan)) {
       long k = scan_head(h, p, n);
       if (k < 0) return MP_H1_ERROR;
+      if (k == 0) break; /* a CR held back for the byte after it */
       n = (size_t)k;
     } else if (h->chunk_line == CL_SIZE) {
       n = chunk_size_bytes(h, p, n);

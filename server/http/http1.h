@@ -74,7 +74,9 @@ typedef struct mp_http1_msg {
 } mp_http1_msg;
 
 enum {
-  MP_H1_NEED_MORE = 0, /* every byte given was consumed */
+  MP_H1_NEED_MORE = 0, /* every byte given was consumed, but for a CR that
+                          ends a head's bytes: it is parsed with the byte
+                          after it (h1scan.h), so *pos stays before it */
   MP_H1_MESSAGE = 1,   /* a whole message; call mp_http1_next() */
   MP_H1_ERROR = 2,     /* see status and error; the connection must close */
   MP_H1_HEAD = 3       /* a whole head; its body (if any) follows */

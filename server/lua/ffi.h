@@ -579,7 +579,9 @@ void mp_httpc_start(void *p, int head_only);
  * byte (the caller keeps the head bytes contiguous and in place until the
  * head is complete; body bytes may be dropped after they were returned).
  * Advances *pos past what it consumed. Returns:
- *   MP_HTTPC_MORE  every byte consumed, nothing complete yet
+ *   MP_HTTPC_MORE  every byte consumed (but a CR that ends a head's
+ *                  bytes: *pos stays before it until the next byte
+ *                  comes), nothing complete yet
  *   MP_HTTPC_HEAD  a final (non-1xx) head is complete: status, fields
  *   MP_HTTPC_BODY  body bytes: mp_httpc_body gives them (a pointer into
  *                  buf, chunked framing removed); call again

@@ -140,7 +140,8 @@ static void test_body_pieces(void) {
   char *buf = copy(s, strlen(s));
   size_t pos = 0;
   CHECK_EQ_INT(mp_httpc_feed(p, buf, head - 1, &pos), MP_HTTPC_MORE);
-  CHECK_EQ_INT(pos, head - 1);
+  /* The blank line's CR waits for its LF (h1scan.h). */
+  CHECK_EQ_INT(pos, head - 2);
   CHECK_EQ_INT(mp_httpc_feed(p, buf, head, &pos), MP_HTTPC_HEAD);
   CHECK_EQ_INT(pos, head);
   CHECK_EQ_INT(mp_httpc_feed(p, buf, head, &pos), MP_HTTPC_MORE);
@@ -482,6 +483,14 @@ static void test_errors(void) {
   EXPECT_ERROR("HTTP/1.1 200 OK\r\nX: a\r\n\tb\r\n\r\n",
                "obsolete line folding in response head");
   EXPECT_ERROR("HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n", "NUL byte in response head");
+  /* The same answer however the bytes arrive: the pre-scan refuses a byte
+   * only after llhttp has seen those before it, and holds a CR back until
+   * the byte after it is in (inputs spec/fuzz/fuzz_h1resp.c found). */
+  EXPECT_ERROR("H\r\r\rM", "bare CR in response head");
+  EXPECT_ERROR("#\n\0", "invalid response");
+  /* llhttp takes a status of fewer than three digits. */
+  EXPECT_ERROR("HTTP/1.1 50\r\n\r\n", "invalid status code");
+  EXPECT_ERROR("HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n", "invalid status code");
   EXPECT_ERROR("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
                "Content-Length: 2\r\n\r\nab",
                "conflicting Content-Length");

@@ -140,7 +140,9 @@ static void test_every_split(void) {
     heads_seen = 0;
     int rc = exec(&t, buf, cut, &pos);
     CHECK_EQ_INT(rc, MP_H1_NEED_MORE);
-    CHECK_EQ_INT(pos, cut);
+    /* Every byte consumed, but a head's CR, which waits for its LF. */
+    bool held = buf[cut - 1] == '\r' && !mp_h1scan_done(&t.h.scan);
+    CHECK_EQ_INT(pos, held ? cut - 1 : cut);
     rc = exec(&t, buf, len, &pos);
     CHECK_EQ_INT(heads_seen, 1);
     CHECK_EQ_INT(rc, MP_H1_MESSAGE);
@@ -707,6 +709,61 @@ static void test_decoding(void) {
   CHECK(!mp_http1_valid_value("a\x7f", 2));
 }
 
+/* A request that breaks two rules gets the same answer however its bytes
+ * arrive: the pre-scan refuses a byte only after the parser has seen the
+ * bytes before it, and holds a CR back until the byte after it is in.
+ * (Inputs the fuzz target spec/fuzz/fuzz_http1.c found answered by the
+ * pre-scan when read at once and by llhttp when read in pieces.) */
+static void test_error_independent_of_reads(void) {
+  static const struct {
+    const char *s;
+    size_t len;
+  } cases[] = {
+      {"\n\x07\0", 3},                /* a bad method byte, then NUL */
+      {"\r\nF\r\r\x03\n\0", 8},       /* a CR, then a bare CR */
+      {"GET / HTTP/2.0\r\nX: \0\r\n\r\n", 24}, /* 505, then NUL */
+      {"GET /a\x01" "b HTTP/1.1\r\nHost: x\r\n\r\n", 30}, /* bad target */
+      {"GET / HTTP/1.1\r\nHost: x\r\nX-Y\r\r\n\r\n", 33},
+      {"GET /ok\r\nHoT\r\0 /ok\r\n\r\n", 22}, /* no version, then a field */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int status0 = 0;
+    const char *error0 = NULL;
+    for (size_t step = 0; step <= 3; step++) {
+      parsed t;
+      setup(&t);
+      char *buf;
+      size_t pos;
+      int rc = feedn(&t, cases[i].s, cases[i].len, step, &buf, &pos);
+      CHECK_EQ_INT(rc, MP_H1_ERROR);
+      if (step == 0) {
+        status0 = t.h.status;
+        error0 = t.h.error;
+      } else {
+        CHECK_EQ_INT(t.h.status, status0);
+        CHECK(t.h.error != NULL && error0 != NULL &&
+              strcmp(t.h.error, error0) == 0);
+      }
+      free(buf);
+    }
+  }
+  /* Chunk extensions past the limit, then a byte outside their grammar:
+   * 431 whatever the reads, as the bytes before the bad one count first. */
+  char req[2048];
+  int n = snprintf(req, sizeof req,
+                   "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+                   "\r\n\r\n1;a=%01100d@\r\nx\r\n0\r\n\r\n", 0);
+  for (size_t step = 0; step <= 64; step += 16) {
+    parsed t;
+    setup(&t);
+    char *buf;
+    size_t pos;
+    CHECK_EQ_INT(feedn(&t, req, (size_t)n, step, &buf, &pos), MP_H1_ERROR);
+    CHECK_EQ_INT(t.h.status, 431);
+    free(buf);
+  }
+}
+
 int main(void) {
   test_whole_and_every_step();
   test_every_split();
@@ -728,5 +785,6 @@ int main(void) {
   test_value_whitespace();
   test_heads_out();
   test_decoding();
+  test_error_independent_of_reads();
   return check_report("http1");
 }

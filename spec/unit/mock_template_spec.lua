@@ -134,6 +134,9 @@ describe("template", function()
         ["{{#lookup request.query}}x{{/lookup}}"] = "'#lookup' is not a block",
         ["{{#if request.path}}1{{else}}2{{else}}3{{/if}}"] = "a second {{else}}",
         ["{{#if request.method}}1{{else nope x}}2{{/if}}"] = "'else nope' is not a condition",
+        -- Found by spec/fuzz/fuzz_template.c: compiled, then raised rendering.
+        ["{{#if request.query.nope}}A{{else if}}B{{/if}}"] = "'else if' takes one argument",
+        ["{{#if request.method}}A{{else unless a b}}B{{/if}}"] = "'else unless' takes one argument",
         ["{{nope}}"] = "'nope' is not a helper",
         ["{{truncateDate (now) 'x'}}"] = "'truncateDate' is not a helper",
         ["{{upper (nope 1)}}"] = "'nope' is not a helper",

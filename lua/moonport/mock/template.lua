@@ -1786,6 +1786,9 @@ local function parse_block(tokens, k, tok, body, scope)
         return bad(term.tok, "'else " .. tostring(cname or "?") .. "' is not a condition this server knows")
       end
       table.remove(cargs, 1)
+      if (cname == "if" or cname == "unless") and #cargs ~= 1 then
+        return bad(term.tok, "'else " .. cname .. "' takes one argument")
+      end
       local cnode = { k = "block", name = cname, params = cargs, hash = chash }
       local ok, e2 = check_call({ t = "call", name = CONDITIONS[cname] and cname or "val",
                                   params = cargs, hash = chash }, scope)
