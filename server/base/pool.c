@@ -8,6 +8,8 @@
 #include "pool.h"
 
 #include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +72,19 @@ void mp_pool_destroy(mp_pool *pool) {
     free(block);
   }
   pool->nfree = 0;
+}
+
+int mp_buf_printf(mp_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0 || mp_buf_reserve(b, (size_t)n + 1) != 0) return MP_NOMEM;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+  return 0;
 }
 
 int mp_buf_reserve(mp_buf *b, size_t n) {

@@ -49,6 +49,10 @@ typedef struct mp_buf {
 int mp_buf_reserve(mp_buf *b, size_t n);
 /* Appends n bytes. Returns 0 or MP_NOMEM (then nothing was appended). */
 int mp_buf_append(mp_buf *b, const void *p, size_t n);
+/* Appends printf's output for fmt. Returns 0 or MP_NOMEM (then nothing
+ * was appended). */
+int mp_buf_printf(mp_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Gives the memory back (to its pool when it came from one). */
 void mp_buf_release(mp_buf *b);
 

@@ -18,7 +18,6 @@
  */
 #include "metrics_endpoint.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,27 +53,11 @@ bool mp_metrics_endpoint(mp_server *s, mp_request *r) {
   return true;
 }
 
-static int put(mp_buf *out, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* Appends printf output to out. Returns 0 or MP_NOMEM. */
-static int put(mp_buf *out, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0 || mp_buf_reserve(out, (size_t)n + 1) != 0) return MP_NOMEM;
-  va_start(ap, fmt);
-  vsnprintf(out->data + out->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  out->len += (size_t)n;
-  return 0;
-}
-
 /* The HELP and TYPE lines of a family. */
 static int family(mp_buf *out, const char *name, const char *type,
                   const char *help) {
-  return put(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+  return mp_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+                       type);
 }
 
 /* One (method, route) summed over workers. */
@@ -183,9 +166,9 @@ static int request_families(mp_buf *out, const summed *g, size_t n) {
   for (size_t i = 0; rc == 0 && i < n; i++)
     for (unsigned k = 0; rc == 0 && k < MP_METRICS_CLASSES; k++)
       if (g[i].requests[k] > 0)
-        rc = put(out, "moonport_http_requests_total{%s,code=\"%s\"} %llu\n",
-                 g[i].labels, classes[k],
-                 (unsigned long long)g[i].requests[k]);
+        rc = mp_buf_printf(
+            out, "moonport_http_requests_total{%s,code=\"%s\"} %llu\n",
+            g[i].labels, classes[k], (unsigned long long)g[i].requests[k]);
   if (rc == 0)
     rc = family(out, "moonport_http_request_duration_seconds", "histogram",
                 "Time from a request's complete head to its handler's end.");
@@ -193,19 +176,21 @@ static int request_families(mp_buf *out, const summed *g, size_t n) {
     uint64_t cum = 0;
     for (unsigned k = 0; rc == 0 && k < MP_METRICS_BUCKETS; k++) {
       cum += g[i].buckets[k];
-      rc = put(out,
-               "moonport_http_request_duration_seconds_bucket{%s,le=\"%s\"} "
-               "%llu\n",
-               g[i].labels,
-               k < MP_METRICS_BOUNDS ? mp_metrics_bound_text[k] : "+Inf",
-               (unsigned long long)cum);
+      rc = mp_buf_printf(
+          out,
+          "moonport_http_request_duration_seconds_bucket{%s,le=\"%s\"} "
+          "%llu\n",
+          g[i].labels,
+          k < MP_METRICS_BOUNDS ? mp_metrics_bound_text[k] : "+Inf",
+          (unsigned long long)cum);
     }
     if (rc == 0)
-      rc = put(out,
-               "moonport_http_request_duration_seconds_sum{%s} %.9f\n"
-               "moonport_http_request_duration_seconds_count{%s} %llu\n",
-               g[i].labels, (double)g[i].duration_ns / 1e9, g[i].labels,
-               (unsigned long long)cum);
+      rc = mp_buf_printf(
+          out,
+          "moonport_http_request_duration_seconds_sum{%s} %.9f\n"
+          "moonport_http_request_duration_seconds_count{%s} %llu\n",
+          g[i].labels, (double)g[i].duration_ns / 1e9, g[i].labels,
+          (unsigned long long)cum);
   }
   static const struct {
     const char *name, *help;
@@ -227,8 +212,8 @@ static int request_families(mp_buf *out, const summed *g, size_t n) {
     for (size_t i = 0; rc == 0 && i < n; i++) {
       uint64_t v;
       memcpy(&v, (const char *)&g[i] + sums[f].off, sizeof v);
-      rc = put(out, "%s{%s} %llu\n", sums[f].name, g[i].labels,
-               (unsigned long long)v);
+      rc = mp_buf_printf(out, "%s{%s} %llu\n", sums[f].name, g[i].labels,
+                         (unsigned long long)v);
     }
   }
   return rc;
@@ -295,21 +280,22 @@ static int worker_families(mp_server *s, mp_buf *out) {
   mp_shared *sh = s->shared;
   unsigned nw = mp_shared_nslots(sh);
   int rc = family(out, "moonport_workers", "gauge", "Worker processes.");
-  if (rc == 0) rc = put(out, "moonport_workers %u\n", nw);
+  if (rc == 0)
+    rc = mp_buf_printf(out, "moonport_workers %u\n", nw);
   for (size_t i = 0; rc == 0 && i < sizeof scalars / sizeof scalars[0]; i++) {
     rc = family(out, scalars[i].name, scalars[i].type, scalars[i].help);
     if (rc == 0)
-      rc = put(out, "%s %llu\n", scalars[i].name,
-               (unsigned long long)total_of(sh, scalars[i].off));
+      rc = mp_buf_printf(out, "%s %llu\n", scalars[i].name,
+                         (unsigned long long)total_of(sh, scalars[i].off));
   }
   if (rc == 0)
     rc = family(out, "moonport_lua_heap_bytes", "gauge",
                 "Bytes live in a worker's Lua heap (after its collector's "
                 "last steps).");
   for (unsigned id = 1; rc == 0 && id <= nw; id++)
-    rc = put(out, "moonport_lua_heap_bytes{worker=\"%u\"} %llu\n", id,
-             (unsigned long long)mp_metrics_get(
-                 &mp_shared_metrics(sh, id)->w.lua_heap_bytes));
+    rc = mp_buf_printf(out, "moonport_lua_heap_bytes{worker=\"%u\"} %llu\n", id,
+                       (unsigned long long)mp_metrics_get(
+                           &mp_shared_metrics(sh, id)->w.lua_heap_bytes));
   return rc;
 }
 
@@ -326,45 +312,48 @@ static int segment_families(mp_server *s, mp_buf *out) {
   int rc = family(out, "moonport_shared_store_capacity_bytes", "gauge",
                   "Bytes a shared store's entries may take.");
   for (unsigned i = 0; rc == 0 && i < MP_NSTORES; i++)
-    rc = put(out, "moonport_shared_store_capacity_bytes{store=\"%s\"} %zu\n",
-             names[i], cap[i]);
+    rc = mp_buf_printf(
+        out, "moonport_shared_store_capacity_bytes{store=\"%s\"} %zu\n",
+        names[i], cap[i]);
   if (rc == 0)
     rc = family(out, "moonport_shared_store_used_bytes", "gauge",
                 "Bytes a shared store's entries take.");
   for (unsigned i = 0; rc == 0 && i < MP_NSTORES; i++)
-    rc = put(out, "moonport_shared_store_used_bytes{store=\"%s\"} %zu\n",
-             names[i], used[i]);
+    rc = mp_buf_printf(out,
+                       "moonport_shared_store_used_bytes{store=\"%s\"} %zu\n",
+                       names[i], used[i]);
   if (rc == 0)
     rc = family(out, "moonport_shared_store_entries", "gauge",
                 "Live entries in a shared store.");
   for (unsigned i = 0; rc == 0 && i < MP_NSTORES; i++)
-    rc = put(out, "moonport_shared_store_entries{store=\"%s\"} %u\n",
-             names[i], entries[i]);
+    rc = mp_buf_printf(out, "moonport_shared_store_entries{store=\"%s\"} %u\n",
+                       names[i], entries[i]);
 
   const mp_reload_status *st = mp_shared_reload(s->shared);
   if (rc == 0)
     rc = family(out, "moonport_reloads_total", "counter",
                 "Reloads that loaded new code.");
   if (rc == 0)
-    rc = put(out, "moonport_reloads_total %llu\n",
-             (unsigned long long)st->reloads);
+    rc = mp_buf_printf(out, "moonport_reloads_total %llu\n",
+                       (unsigned long long)st->reloads);
   if (rc == 0)
     rc = family(out, "moonport_reload_failures_total", "counter",
                 "Reloads refused because the new code failed to load.");
   if (rc == 0)
-    rc = put(out, "moonport_reload_failures_total %llu\n",
-             (unsigned long long)st->failures);
+    rc = mp_buf_printf(out, "moonport_reload_failures_total %llu\n",
+                       (unsigned long long)st->failures);
   if (rc == 0)
     rc = family(out, "moonport_reload_last_success", "gauge",
                 "1 when the last reload attempt loaded, else 0.");
   if (rc == 0)
-    rc = put(out, "moonport_reload_last_success %d\n", st->last_ok ? 1 : 0);
+    rc = mp_buf_printf(out, "moonport_reload_last_success %d\n",
+                       st->last_ok ? 1 : 0);
   if (rc == 0)
     rc = family(out, "moonport_code_generation", "gauge",
                 "Code versions loaded, 1 at startup.");
   if (rc == 0)
-    rc = put(out, "moonport_code_generation %llu\n",
-             (unsigned long long)st->generation);
+    rc = mp_buf_printf(out, "moonport_code_generation %llu\n",
+                       (unsigned long long)st->generation);
   return rc;
 }
 

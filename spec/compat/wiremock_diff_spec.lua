@@ -21,6 +21,7 @@
 local helpers = require("spec.helpers")
 local process = require("spec.support.process")
 local differences = require("spec.support.wiremock_differences")
+local json_compare = require("spec.support.json_compare")
 local cjson = require("cjson")
 
 local table_ = require("spec.compat.wiremock_cases")
@@ -63,129 +64,10 @@ local function media_type(v)
   return (v:lower():gsub("%s*;%s*", ";"):gsub("%s+$", ""))
 end
 
--- JSON decoded with arrays marked, so that [] and {} differ (the
--- cjson here cannot tell them apart).
-local ARRAY = {}
-local function is_array(t)
-  return getmetatable(t) == ARRAY
-end
-
-local function json_decode(text)
-  local pos = 1
-  local function fail(msg) error(("%s at byte %d"):format(msg, pos), 0) end
-  local function skip() pos = text:find("[^ \t\r\n]", pos) or #text + 1 end
-  local value
-  local function string_value()
-    local out = {}
-    pos = pos + 1
-    while true do
-      local c = text:sub(pos, pos)
-      if c == "" then fail("unterminated string") end
-      if c == '"' then pos = pos + 1 break end
-      if c == "\\" then
-        local e = text:sub(pos + 1, pos + 1)
-        if e == "u" then
-          out[#out + 1] = cjson.decode('"' .. text:sub(pos, pos + 5) .. '"')
-          pos = pos + 6
-        else
-          out[#out + 1] = ({ b = "\b", f = "\f", n = "\n", r = "\r", t = "\t" })[e] or e
-          pos = pos + 2
-        end
-      else
-        local j = text:find('["\\]', pos) or #text + 1
-        out[#out + 1] = text:sub(pos, j - 1)
-        pos = j
-      end
-    end
-    return table.concat(out)
-  end
-  function value()
-    skip()
-    local c = text:sub(pos, pos)
-    if c == "{" then
-      local t = {}
-      pos = pos + 1
-      skip()
-      if text:sub(pos, pos) == "}" then pos = pos + 1 return t end
-      while true do
-        skip()
-        if text:sub(pos, pos) ~= '"' then fail("expected a key") end
-        local k = string_value()
-        skip()
-        if text:sub(pos, pos) ~= ":" then fail("expected ':'") end
-        pos = pos + 1
-        t[k] = value()
-        skip()
-        local d = text:sub(pos, pos)
-        pos = pos + 1
-        if d == "}" then return t end
-        if d ~= "," then fail("expected ',' or '}'") end
-      end
-    elseif c == "[" then
-      local t = setmetatable({}, ARRAY)
-      pos = pos + 1
-      skip()
-      if text:sub(pos, pos) == "]" then pos = pos + 1 return t end
-      while true do
-        t[#t + 1] = value()
-        skip()
-        local d = text:sub(pos, pos)
-        pos = pos + 1
-        if d == "]" then return t end
-        if d ~= "," then fail("expected ',' or ']'") end
-      end
-    elseif c == '"' then
-      return string_value()
-    elseif text:find("^true", pos) then pos = pos + 4 return true
-    elseif text:find("^false", pos) then pos = pos + 5 return false
-    elseif text:find("^null", pos) then pos = pos + 4 return cjson.null
-    else
-      local num = text:match("^-?%d+%.?%d*[eE]?[-+]?%d*", pos)
-      if not num or num == "" then fail("unexpected " .. c) end
-      pos = pos + #num
-      return tonumber(num)
-    end
-  end
-  local v = value()
-  skip()
-  if pos <= #text then fail("text after the value") end
-  return v
-end
-
--- Where a and b (decoded JSON) first differ, as a path and the two values;
--- nil when they are equal.
-local function json_diff(a, b, path)
-  path = path or "$"
-  if type(a) ~= type(b) then
-    return ("%s: %s vs %s"):format(path, cjson.encode(a), cjson.encode(b))
-  end
-  if type(a) ~= "table" then
-    if a ~= b then return ("%s: %s vs %s"):format(path, cjson.encode(a), cjson.encode(b)) end
-    return nil
-  end
-  if a == cjson.null or b == cjson.null then
-    if a ~= b then return path .. ": null vs not null" end
-    return nil
-  end
-  if (next(a) ~= nil or next(b) ~= nil) and is_array(a) ~= is_array(b) then
-    return path .. ": array vs object"
-  end
-  if next(a) == nil and next(b) == nil and is_array(a) ~= is_array(b) then
-    return path .. ": [] vs {}"
-  end
-  for k, v in pairs(a) do
-    local sub = type(k) == "number" and ("%s[%d]"):format(path, k - 1) or (path .. "." .. k)
-    if b[k] == nil then return sub .. ": only in WireMock's" end
-    local d = json_diff(v, b[k], sub)
-    if d then return d end
-  end
-  for k in pairs(b) do
-    if a[k] == nil then
-      return (type(k) == "number" and ("%s[%d]"):format(path, k - 1) or (path .. "." .. k))
-        .. ": only in moonport's"
-    end
-  end
-  return nil
+-- JSON compared as JSON (arrays marked, so that [] and {} differ): the
+-- first difference, or nil.
+local function json_diff(a, b)
+  return json_compare.diff(a, b, "WireMock", "moonport")
 end
 
 -- How a request for a fault ended: the client sees no answer, or bytes
@@ -196,10 +78,7 @@ local function fault_kind(err)
   return "no response"
 end
 
-local function decode(text)
-  local ok, v = pcall(json_decode, text)
-  if ok then return v end
-end
+local decode = json_compare.try_decode
 
 local function send_once(port, r)
   local t0 = helpers.now()

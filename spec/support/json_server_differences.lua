@@ -5,6 +5,8 @@
 -- exactly this text.
 --
 -- usage (from the repository root): luajit spec/support/json_server_differences.lua
+local differences = require("spec.support.differences")
+
 local M = {}
 
 --- The subsection's text (markdown) for the table `t` ({global, cases}).
@@ -21,25 +23,8 @@ function M.render(t)
     "list is made from that table (`luajit spec/support/json_server_differences.lua`);",
     "nothing else may differ.",
     "",
-    "In every case:",
-    "",
   }
-  for _, g in ipairs(t.global) do
-    out[#out + 1] = ("- **%s**: %s"):format(g.what, g.reason)
-  end
-  local marked = {}
-  for _, c in ipairs(t.cases) do
-    if c.differs then marked[#marked + 1] = c end
-  end
-  if #marked > 0 then
-    out[#out + 1] = ""
-    out[#out + 1] = "Cases marked as differing:"
-    out[#out + 1] = ""
-    for _, c in ipairs(marked) do
-      out[#out + 1] = ("- **%s** (%s): %s"):format(c.name, table.concat(c.differ_in, ", "), c.differs)
-    end
-  end
-  return table.concat(out, "\n") .. "\n"
+  return differences.render(out, t)
 end
 
 if arg and arg[0] and arg[0]:find("json_server_differences%.lua$") then

@@ -46,6 +46,10 @@ local function civil_from_days(z)
   return m <= 2 and y + 1 or y, m, d
 end
 
+--- Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+-- algorithm), with no time zone involved; and back, as y, m, d.
+dates.days_from_civil, dates.civil_from_days = days_from_civil, civil_from_days
+
 local function leap(y) return y % 4 == 0 and (y % 100 ~= 0 or y % 400 == 0) end
 local MONTH_DAYS = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 }
 local function month_length(y, m) return m == 2 and leap(y) and 29 or MONTH_DAYS[m] end

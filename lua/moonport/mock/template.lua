@@ -56,6 +56,7 @@
 
 local json = require("moonport.json")
 local jsonpath = require("moonport.mock.jsonpath")
+local dates = require("moonport.mock.dates")
 local string_buffer = require("string.buffer")
 
 local type, tostring, tonumber, pairs, ipairs, next, pcall, error, select =
@@ -541,32 +542,9 @@ end
 -- Dates.
 ------------------------------------------------------------------------
 
--- Days since 1970-01-01 of a proleptic Gregorian date, and back (Howard
--- Hinnant's algorithms); they keep dates in UTC without os.time, which
--- reads a date table as local time.
-local function days_from_civil(y, m, d)
-  if m <= 2 then y = y - 1 end
-  local era = floor(y / 400)
-  local yoe = y - era * 400
-  local mp = (m + 9) % 12
-  local doy = floor((153 * mp + 2) / 5) + d - 1
-  local doe = yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy
-  return era * 146097 + doe - 719468
-end
-
-local function civil_from_days(z)
-  z = z + 719468
-  local era = floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
-  local mp = floor((5 * doy + 2) / 153)
-  local d = doy - floor((153 * mp + 2) / 5) + 1
-  local m = mp < 10 and mp + 3 or mp - 9
-  local y = yoe + era * 400
-  if m <= 2 then y = y + 1 end
-  return y, m, d
-end
+-- Days since 1970-01-01 of a proleptic Gregorian date, and back; they
+-- keep dates in UTC without os.time, which reads a date table as local time.
+local days_from_civil, civil_from_days = dates.days_from_civil, dates.civil_from_days
 
 local UNIT_SECONDS = { second = 1, seconds = 1, minute = 60, minutes = 60,
                        hour = 3600, hours = 3600, day = 86400, days = 86400,
