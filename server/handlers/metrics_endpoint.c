@@ -60,6 +60,13 @@ static int family(mp_buf *out, const char *name, const char *type,
                        type);
 }
 
+/* A family of one series without labels, and its value. */
+static int scalar(mp_buf *out, const char *name, const char *type,
+                  const char *help, unsigned long long value) {
+  int rc = family(out, name, type, help);
+  return rc == 0 ? mp_buf_printf(out, "%s %llu\n", name, value) : rc;
+}
+
 /* One (method, route) summed over workers. */
 typedef struct summed {
   const mp_metrics_series *key; /* label and method: any worker's copy */
@@ -279,15 +286,10 @@ static int worker_families(mp_server *s, mp_buf *out) {
   };
   mp_shared *sh = s->shared;
   unsigned nw = mp_shared_nslots(sh);
-  int rc = family(out, "moonport_workers", "gauge", "Worker processes.");
-  if (rc == 0)
-    rc = mp_buf_printf(out, "moonport_workers %u\n", nw);
-  for (size_t i = 0; rc == 0 && i < sizeof scalars / sizeof scalars[0]; i++) {
-    rc = family(out, scalars[i].name, scalars[i].type, scalars[i].help);
-    if (rc == 0)
-      rc = mp_buf_printf(out, "%s %llu\n", scalars[i].name,
-                         (unsigned long long)total_of(sh, scalars[i].off));
-  }
+  int rc = scalar(out, "moonport_workers", "gauge", "Worker processes.", nw);
+  for (size_t i = 0; rc == 0 && i < sizeof scalars / sizeof scalars[0]; i++)
+    rc = scalar(out, scalars[i].name, scalars[i].type, scalars[i].help,
+                total_of(sh, scalars[i].off));
   if (rc == 0)
     rc = family(out, "moonport_lua_heap_bytes", "gauge",
                 "Bytes live in a worker's Lua heap (after its collector's "
@@ -331,29 +333,21 @@ static int segment_families(mp_server *s, mp_buf *out) {
 
   const mp_reload_status *st = mp_shared_reload(s->shared);
   if (rc == 0)
-    rc = family(out, "moonport_reloads_total", "counter",
-                "Reloads that loaded new code.");
+    rc = scalar(out, "moonport_reloads_total", "counter",
+                "Reloads that loaded new code.",
+                (unsigned long long)st->reloads);
   if (rc == 0)
-    rc = mp_buf_printf(out, "moonport_reloads_total %llu\n",
-                       (unsigned long long)st->reloads);
+    rc = scalar(out, "moonport_reload_failures_total", "counter",
+                "Reloads refused because the new code failed to load.",
+                (unsigned long long)st->failures);
   if (rc == 0)
-    rc = family(out, "moonport_reload_failures_total", "counter",
-                "Reloads refused because the new code failed to load.");
+    rc = scalar(out, "moonport_reload_last_success", "gauge",
+                "1 when the last reload attempt loaded, else 0.",
+                st->last_ok ? 1 : 0);
   if (rc == 0)
-    rc = mp_buf_printf(out, "moonport_reload_failures_total %llu\n",
-                       (unsigned long long)st->failures);
-  if (rc == 0)
-    rc = family(out, "moonport_reload_last_success", "gauge",
-                "1 when the last reload attempt loaded, else 0.");
-  if (rc == 0)
-    rc = mp_buf_printf(out, "moonport_reload_last_success %d\n",
-                       st->last_ok ? 1 : 0);
-  if (rc == 0)
-    rc = family(out, "moonport_code_generation", "gauge",
-                "Code versions loaded, 1 at startup.");
-  if (rc == 0)
-    rc = mp_buf_printf(out, "moonport_code_generation %llu\n",
-                       (unsigned long long)st->generation);
+    rc = scalar(out, "moonport_code_generation", "gauge",
+                "Code versions loaded, 1 at startup.",
+                (unsigned long long)st->generation);
   return rc;
 }
 
