@@ -180,8 +180,9 @@ static const option options[] = {
     {"--mock-store", OPT_TEXT, "URL", TEXT(mock_store), NULL, 0, 0,
      "a redis:// or unix: URL",
      "keep the mock's admin-added mappings, scenario states, journal and "
-     "--json-db data in Redis (redis://[:PASSWORD@]HOST:PORT[/DB] or "
-     "unix:/PATH, and ?db=N&prefix=P&timeout=MS), so that instances "
+     "--json-db data in Redis (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] "
+     "or unix:/PATH, and ?db=N&password=P&prefix=P&timeout=MS), so that "
+     "instances "
      "sharing it act as one mock"},
     /* json-server 0.17's options, under its names. */
     {"--routes", OPT_FILE, "FILE", TEXT(json_routes), NULL, 0, 0, NULL,

@@ -2308,7 +2308,7 @@ end
 -- admin API under /__admin, a request journal, and CORS unless --no-cors.
 -- Ordinary routes (`app:get`, ...) work beside the stubs and take
 -- precedence over them. opts.store: a Redis URL
--- (`redis://[:PASSWORD@]HOST:PORT[/DB]`, `unix:/PATH`) that keeps the
+-- (`redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, `unix:/PATH`) that keeps the
 -- admin mappings, scenarios, journal and json-db data, shared with other
 -- instances (as --mock-store, which it overrides); a URL it cannot use
 -- raises.
