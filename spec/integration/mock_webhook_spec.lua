@@ -158,4 +158,30 @@ describe("mock webhooks", function()
         serveEventListeners = { { name = "some-extension" } } }))
     assert.equal(422, status, body)
   end)
+
+  -- Last: it leaves a thousand webhooks waiting in the source's worker.
+  it("holds at most 1,000 webhooks waiting in a worker, and drops and logs the rest", function()
+    local status, _, body = helpers.request(source.port, "POST", "/__admin/mappings",
+      { ["Content-Type"] = "application/json" }, cjson.encode({
+        request = { urlPath = "/flood" }, response = { body = "flood" },
+        serveEventListeners = { { name = "webhook", parameters = {
+          url = "http://127.0.0.1:" .. target.port .. "/sink/flood",
+          delay = { type = "fixed", milliseconds = 3600000 } } } } }))
+    assert.equal(201, status, body)
+    -- One connection: one worker answers every request.
+    local c = helpers.connect(source.port)
+    for i = 1, 1001 do
+      c:send(helpers.build_request("GET", "/flood?n=" .. i, {}, ""))
+      local resp = c:read_response()
+      assert.equal(200, resp.status)
+      assert.equal("flood", resp.body)
+    end
+    c:close()
+    assert.truthy(helpers.eventually(function()
+      return source:stderr():find("not sent: 1000 webhooks already pending in this worker",
+        1, true)
+    end), source:stderr())
+    local _, count = source:stderr():gsub("webhooks already pending", "")
+    assert.equal(1, count)
+  end)
 end)

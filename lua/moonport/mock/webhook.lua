@@ -39,6 +39,16 @@ local webhook = {}
 -- The most a webhook may take, from connecting to the end of its
 -- response, before it is given up (WireMock's client waits about as long).
 local TIMEOUT_MS = 30000
+-- The most webhooks a worker holds scheduled or in flight at once; past
+-- it, a webhook is dropped and logged rather than kept, with its request,
+-- in memory no per-request limit counts.
+local PENDING_MAX = 1000
+-- The longest delay a webhook may wait: a day.
+local DELAY_MAX_MS = 86400000
+-- The largest webhook response taken (the journal's own bound on a
+-- response body); a longer one fails the webhook.
+local RESPONSE_MAX = 1024 * 1024
+local pending = 0
 
 -- `originalRequest.x` inside a tag is the template engine's `request.x`;
 -- text outside tags is left as it is.
@@ -251,7 +261,7 @@ local function send(hook, ctx, record)
   end
   events[1] = request_event(hook.method, url, shown, body)
   local got, err = http.request({ method = hook.method, url = url, headers = headers, body = body,
-                                  timeout = TIMEOUT_MS })
+                                  timeout = TIMEOUT_MS, max_body_size = RESPONSE_MAX })
   if not got then return fail("Failed to fire webhook %s %s: %s", method, url, tostring(err)) end
   log("info", ("mock: webhook %s %s: %d"):format(hook.method, url, got.status))
   local response = { status = got.status, headers = {} }
@@ -266,8 +276,13 @@ local function send(hook, ctx, record)
 end
 
 local function run(premature, hook, ctx, record)
-  if premature then return end
-  send(hook, ctx, record)
+  if premature then
+    pending = pending - 1
+    return
+  end
+  local ok, err = pcall(send, hook, ctx, record)
+  pending = pending - 1
+  if not ok then error(err, 0) end
 end
 
 --- Schedules the webhooks of a stub that has just answered: each after
@@ -276,13 +291,29 @@ end
 -- is over by then); record(events), when given, is called with each
 -- webhook's sub-events (WireMock's WEBHOOK_REQUEST and WEBHOOK_RESPONSE,
 -- or ERROR) once it has been sent or has failed. A webhook the worker
--- cannot schedule (it is stopping) is logged and dropped.
+-- cannot schedule (it is stopping), or one past PENDING_MAX scheduled or
+-- in flight in this worker, is logged and dropped; a delay is held to a
+-- day, a response body to 1 MiB.
 -- @usage webhook.fire(stub.webhooks, ctx, function(events) ... end)
 function webhook.fire(hooks, ctx, record)
   for _, hook in ipairs(hooks) do
-    local ms = hook.delay()
-    local ok, err = moonport.timer.at(ms > 0 and ms or 0, run, hook, ctx, record)
-    if not ok then log("warn", ("mock: webhook %s not sent: %s"):format(hook.method, tostring(err))) end
+    if pending >= PENDING_MAX then
+      log("warn", ("mock: webhook %s not sent: %d webhooks already pending in this worker")
+        :format(hook.method, PENDING_MAX))
+      if record then
+        record({ { type = "ERROR", data = { message = "webhook not sent: too many pending" } } })
+      end
+    else
+      local ms = hook.delay()
+      ms = ms > 0 and ms or 0
+      if ms > DELAY_MAX_MS then ms = DELAY_MAX_MS end
+      local ok, err = moonport.timer.at(ms, run, hook, ctx, record)
+      if ok then
+        pending = pending + 1
+      else
+        log("warn", ("mock: webhook %s not sent: %s"):format(hook.method, tostring(err)))
+      end
+    end
   end
 end
 
