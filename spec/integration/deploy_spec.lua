@@ -238,7 +238,14 @@ end)
 -- closed before any byte of an answer (it was idle when its worker began
 -- to drain) is sent again on a new connection, as HTTP clients do (RFC
 -- 9112, 9.3.1); any other error, and any answer but 200, is a failure.
-local function load_client(port, keepalive, deadline, out, target)
+-- Whether a file is there.
+local function exists_file(path)
+  local f = io.open(path)
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function load_client(port, keepalive, deadline, out, target, stop_file)
   local ok, fail, retried, marks, errors = 0, 0, 0, {}, {}
   local c, reused
   local req = "GET " .. (target or "/mark") .. " HTTP/1.1\r\nHost: t\r\n" ..
@@ -249,7 +256,7 @@ local function load_client(port, keepalive, deadline, out, target)
     if c then c:close() end
     c = nil
   end
-  while socket.gettime() < deadline do
+  while socket.gettime() < deadline and not exists_file(stop_file) do
     if c == nil then
       c = socket.tcp()
       c:settimeout(5)
@@ -316,13 +323,20 @@ describe("a binary upgrade (SIGUSR2)", function()
       "--pid-file", pidfile }, { env = { DEPLOY_MARK_FILE = mark } })
     local new_master
     support.defer(function()
-      if new_master and exists(new_master) then
-        signal.kill(new_master, signal.SIGKILL)
-        wait.wait(new_master)
+      -- The new master, also when the test failed before it knew its pid
+      -- (the pid file names it from its start).
+      local ok, text = pcall(helpers.read_file, pidfile)
+      local p = new_master or (ok and tonumber(text))
+      if p and p ~= server.pid and exists(p) then
+        signal.kill(p, signal.SIGKILL)
+        wait.wait(p)
       end
+      ffi.C.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
     end)
+    -- The clients run until the stop file is there (at most 60 s).
     local start = socket.gettime()
-    local deadline = start + 4
+    local deadline = start + 60
+    local stop_file = dir .. "/stop"
     local clients = {}
     -- Two clients on keep-alive connections, two on a new connection per
     -- request, and four whose requests take 300 ms, so that some are in
@@ -332,11 +346,20 @@ describe("a binary upgrade (SIGUSR2)", function()
       local pid = assert(unistd.fork())
       if pid == 0 then
         pcall(load_client, server.port, i % 2 == 0, deadline, out,
-          i > 4 and "/slow?ms=300" or "/mark")
+          i > 4 and "/slow?ms=300" or "/mark", stop_file)
         unistd._exit(0)
       end
       clients[i] = { pid = pid, out = out, keepalive = i % 2 == 0 }
     end
+    support.defer(function()
+      for _, c in ipairs(clients) do
+        if not c.reaped then
+          signal.kill(c.pid, signal.SIGKILL)
+          wait.wait(c.pid)
+        end
+      end
+    end)
+    -- Load on the old binary for a moment first.
     process.nap(1)
     -- The new binary's app answers differently.
     helpers.write_file(mark, "new\n")
@@ -347,9 +370,15 @@ describe("a binary upgrade (SIGUSR2)", function()
     local handover = socket.gettime() - start
     new_master = tonumber(helpers.read_file(pidfile))
     assert.truthy(new_master and new_master ~= server.pid, helpers.read_file(pidfile))
+    -- Load on the new binary for a moment, then the clients stop.
+    assert.truthy(helpers.eventually(function() return select(2, get(server.port, "/mark")) == "new" end, 15),
+      "the new binary does not answer")
+    process.nap(0.5)
+    helpers.write_file(stop_file, "")
     local totals = { ok = 0, fail = 0, retried = 0, old = 0, new = 0 }
     for _, c in ipairs(clients) do
       wait.wait(c.pid)
+      c.reaped = true
       local text = helpers.read_file(c.out)
       local ok, fail, retried = text:match("^(%d+) (%d+) (%d+)")
       assert.truthy(ok, text)
@@ -360,7 +389,7 @@ describe("a binary upgrade (SIGUSR2)", function()
       totals.new = totals.new + tonumber(text:match("new=(%d+)") or 0)
       assert.equal("0", fail, text)
     end
-    print(("\nupgrade under load: %d requests in 4 s, %d failed, %d resent on "
+    print(("\nupgrade under load: %d requests, %d failed, %d resent on "
       .. "a keep-alive connection closed idle, %d by the old binary, %d by the "
       .. "new; the old master exited %.2f s in"):format(totals.ok, totals.fail,
       totals.retried, totals.old, totals.new, handover))
@@ -372,7 +401,11 @@ describe("a binary upgrade (SIGUSR2)", function()
     assert.equal(200, status)
     assert.equal("new", body)
     signal.kill(new_master, signal.SIGTERM)
-    local _, reason, code = wait.wait(new_master)
+    local reason, code
+    assert.truthy(helpers.eventually(function()
+      local pid, r, c = wait.wait(new_master, wait.WNOHANG)
+      if pid == new_master then reason, code = r, c return true end
+    end, 20), "the new master did not exit on SIGTERM")
     assert.equal("exited", reason)
     assert.equal(0, code)
     new_master = nil
