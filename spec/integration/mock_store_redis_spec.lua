@@ -70,16 +70,18 @@ end
 
 describe("mock state across instances (--mock-store)", function()
   setup(start_redis)
-  teardown(function()
-    stop_redis()
-    helpers.remove_dir(dir)
-  end)
 
   -- A over TCP, B over the Unix socket, each with two workers.
   local a = support.serve(dir .. "/mock", { "--workers", "2", "--json-db", dir .. "/a/db.json",
     "--mock-store", "redis://127.0.0.1:" .. redis_port .. "/0?timeout=500" }, { mock = true })
   local b = support.serve(dir .. "/mock", { "--workers", "2", "--json-db", dir .. "/b/db.json",
     "--mock-store", "unix:" .. redis_sock .. "?db=0&timeout=500" }, { mock = true })
+  -- Registered after the servers' own teardowns, so it runs after them:
+  -- the mocks stop while their store and directory are still there.
+  teardown(function()
+    stop_redis()
+    helpers.remove_dir(dir)
+  end)
 
   before_each(function()
     assert.equal(200, (call(a.port, "POST", "/__admin/reset")))
