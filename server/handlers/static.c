@@ -913,6 +913,9 @@ int mp_static_send_file(mp_request *r, const char *root, const char *name,
   int n;
   if (root != NULL) {
     n = decode_name(name, nlen, dotfiles, f->name, sizeof f->name);
+    /* A name under root comes from a request: one too long for a path
+     * names no file, as a bad one does. */
+    if (n == MP_INVALID) n = MP_DECLINED;
     if (n >= 0 && strlen(root) >= sizeof f->root) n = MP_INVALID;
     if (n >= 0) memcpy(f->root, root, strlen(root) + 1);
     f->resolve_root = true;

@@ -62,9 +62,10 @@ enum {
  * status 200, ETag, Last-Modified and the conditional and Range answers;
  * headers the handler set are kept. Returns MP_AGAIN: the handler must
  * yield until the core resumes it, then read mp_static_result. Or at once
- * MP_DECLINED (a name no file may have: nothing sent), MP_STATE (the
- * response has begun, or the code running now is not r's handler),
- * MP_INVALID (a name too long) or MP_NOMEM. */
+ * MP_DECLINED (a name no file may have, under root also one too long for
+ * a path: nothing sent), MP_STATE (the response has begun, or the code
+ * running now is not r's handler), MP_INVALID (without root, a name too
+ * long; a root too long) or MP_NOMEM. */
 int mp_static_send_file(mp_request *r, const char *root, const char *name,
                         size_t nlen, const char *cache_control, int flags);
 

@@ -315,6 +315,10 @@ describe("json-server mode", function()
       assert.equal("a{}", body)
       assert.same({ 1, 2, 3, 4, 5 }, ids(select(2, get(port, "/posts"))))
       assert.equal(404, (get(port, "/missing.txt")))
+      -- Names that leave the folder, or that no path can hold, reach the
+      -- database, which knows none of them.
+      assert.equal(404, (get(port, "/%2e%2e/%2e%2e/etc/passwd")))
+      assert.equal(404, (get(port, "/" .. ("a/"):rep(2500) .. "b")))
     end)
 
     it("--read-only answers 403 to every method but GET and writes nothing", function()
