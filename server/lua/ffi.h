@@ -468,6 +468,10 @@ typedef struct mp_mock_config {
   int json_read_only;      /* --read-only */
   int json_delay_ms;       /* --delay MS */
   int wiremock_404;        /* --wiremock-404 */
+  const char *openapi;     /* --openapi FILE when the mock serves it, or NULL */
+  int openapi_dynamic;     /* --dynamic */
+  const char *openapi_seed; /* --seed N (digits), or NULL */
+  int check;               /* --check: loading to check, not to serve */
 } mp_mock_config;
 
 /* Fills *out from the command line. Returns 0. */
