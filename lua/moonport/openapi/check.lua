@@ -7,7 +7,7 @@
 -- parameter, a template segment ({id}, or one with a template in it,
 -- {id}.json) by a parameter, the rest of the path by a splat; under one
 -- of the document's server base paths ("/v1" when the servers say
--- http://host/v1) or none. A route is described when some operation of
+-- http://host/v1) or none, as moonport.openapi.doc routes them. A route is described when some operation of
 -- its method could take a path it matches (a splat route, when some
 -- operation lies under its prefix). HEAD and OPTIONS routes the document
 -- does not name are left out of both lists: the core answers HEAD from
@@ -83,9 +83,11 @@ function check.compare(path, app, ...)
     local method, pattern = tostring(text):match("^(%S+) (.*)$")
     if method then routes[#routes + 1] = { method = method, pattern = pattern, segs = segments(pattern, false) } end
   end
-  local bases = {}
-  for _, b in ipairs(doc.base_paths or { "" }) do bases[#bases + 1] = segments(b, false) end
-  if #bases == 0 then bases[1] = {} end
+  -- The document's operations answer with and without a base path.
+  local bases = { {} }
+  for _, b in ipairs(doc.base_paths or {}) do
+    if b ~= "" then bases[#bases + 1] = segments(b, false) end
+  end
   local ops = {}
   for _, op in ipairs(doc.operations) do
     local segs = segments(op.path, true)
