@@ -1,5 +1,5 @@
 --- An OpenAPI 3.0 or 3.1 document, loaded: its files read (YAML or JSON,
--- through libyaml by way of Debian's lua-yaml), every `$ref` replaced by
+-- through moonport.yaml, libyaml), every `$ref` replaced by
 -- the table it names, its operations listed and its paths compiled into a
 -- router.
 --
@@ -33,9 +33,9 @@
 -- path as sent is tried first. Matching allocates nothing but the params
 -- table (and a percent-decoded copy of a path that has `%` in it).
 --
--- Mapping keys keep their document order: `oadoc.keys(t)` lists them
--- (operations, parameters and error orders follow the document, as in
--- Prism, where JavaScript objects keep their order).
+-- Paths keep their document order (found in the file's text, since
+-- moonport.yaml keeps none): doc.operations lists them so, methods in
+-- the order the OpenAPI specification lists them.
 --
 -- Not supported, reported once in doc.warnings (and never answered
 -- wrong): callbacks, webhooks, links, XML and multipart bodies (not
@@ -43,7 +43,7 @@
 -- servers on paths or operations, security schemes Prism does not check.
 -- @module moonport.openapi.doc
 
-local yaml = require("yaml")
+local yaml_decode = require("moonport.yaml").decode
 local json = require("moonport.json")
 local url = require("moonport.url")
 
@@ -58,12 +58,12 @@ local null, array_mt = json.null, json.array_mt
 
 local oadoc = {}
 
--- Key order of every mapping the loader made: table -> { key, ... }.
--- Weak keys, so a document's tables go with it.
+-- Key order of the mappings whose order the loader recorded (paths):
+-- table -> { key, ... }. Weak keys, so a document's tables go with it.
 local order = setmetatable({}, { __mode = "k" })
 
---- The keys of a table in document order (for a mapping read by oadoc.load),
--- or sorted (for any other table).
+--- The keys of a table: in document order for a document's `paths`, in
+-- their name's order for any other table.
 -- @usage for _, code in ipairs(oadoc.keys(op.responses)) do ... end
 function oadoc.keys(t)
   local keys = order[t]
@@ -78,144 +78,41 @@ end
 local failure_mt = {}
 local function fail(msg) return setmetatable({ msg = msg }, failure_mt) end
 
--- YAML 1.2 core schema for a plain scalar's text.
-local function plain_scalar(s)
-  if s == "" or s == "~" or s == "null" or s == "Null" or s == "NULL" then return null end
-  if s == "true" or s == "True" or s == "TRUE" then return true end
-  if s == "false" or s == "False" or s == "FALSE" then return false end
-  local c = byte(s)
-  if (c >= 48 and c <= 57) or c == 45 or c == 43 or c == 46 then -- 0-9 - + .
-    if match(s, "^[-+]?[0-9]+$") then return tonumber(s) end
-    if match(s, "^0x[0-9a-fA-F]+$") then return tonumber(s) end
-    if match(s, "^0o[0-7]+$") then return tonumber(sub(s, 3), 8) end
-    if match(s, "^[-+]?%.[0-9]+$") or match(s, "^[-+]?[0-9]+%.[0-9]*$")
-      or match(s, "^[-+]?%.?[0-9]+[eE][-+]?[0-9]+$")
-      or match(s, "^[-+]?[0-9]+%.[0-9]*[eE][-+]?[0-9]+$") then
-      return tonumber(s)
-    end
-    local inf = match(s, "^([-+]?)%.[iI][nN][fF]$")
-    if inf and (match(s, "inf$") or match(s, "Inf$") or match(s, "INF$")) then
-      return inf == "-" and -math.huge or math.huge
-    end
-    if s == ".nan" or s == ".NaN" or s == ".NAN" then return 0 / 0 end
-  end
-  return s
-end
-
-local TAG = "tag:yaml.org,2002:"
-
--- The value of a SCALAR event.
-local function scalar(e)
-  local tag = e.tag
-  if tag then
-    if tag == TAG .. "str" then return e.value end
-    if tag == TAG .. "null" then return null end
-    if tag == TAG .. "bool" or tag == TAG .. "int" or tag == TAG .. "float" then
-      return plain_scalar(e.value)
-    end
-    if tag ~= "!" then return e.value end
-  end
-  if e.style == "PLAIN" then return plain_scalar(e.value) end
-  return e.value
-end
-
--- The line (1-based) libyaml names in one of its error messages.
-local function yaml_error(file, msg)
-  msg = tostring(msg)
-  local line, col = match(msg, "line: (%d+), column: (%d+)")
-  local reason = gsub(gsub(msg, " at document: [^\n]*", ""), "\n.*", "")
-  if line then return fail(format("%s:%s:%s: %s", file, line, col, reason)) end
-  return fail(file .. ": " .. reason)
-end
-
 --- Parses YAML (or JSON) text into Lua values as moonport.json would make
--- them; mappings remember their key order (oadoc.keys). Returns the value
--- of the first document, or nil and "FILE:LINE:COLUMN: reason".
+-- them (moonport.yaml). Returns the value of the first document, or nil
+-- and "FILE:LINE:COLUMN: reason".
 -- @usage local t, err = oadoc.parse("a: [1, 2]\n", "x.yaml")
 function oadoc.parse(text, file)
-  file = file or "(text)"
-  local ok, res = pcall(function()
-    local events = yaml.parser(text)
-    local anchors = {}
-    local function nextev()
-      local okn, e = pcall(events)
-      if not okn then error(yaml_error(file, e), 0) end
-      return e
+  local value, err = yaml_decode(text)
+  if value == nil then
+    local line, col, what = match(err or "", "^line (%d+) column (%d+): (.*)$")
+    if line then return nil, format("%s:%s:%s: %s", file or "(text)", line, col, what) end
+    return nil, (file or "(text)") .. ": " .. tostring(err)
+  end
+  return value
+end
+
+-- Records the document order of map's keys: where each first appears in
+-- text, quoted or followed by a colon (moonport.yaml, like JSON decoders,
+-- keeps no order; Prism's JavaScript objects do, and its router breaks
+-- ties by it).
+local function order_by_text(map, text)
+  local pos = {}
+  local keys = {}
+  for k in pairs(map) do
+    keys[#keys + 1] = k
+    local best = math.huge
+    for _, needle in ipairs({ '"' .. k .. '"', "'" .. k .. "'", k .. ":" }) do
+      local at = find(text, needle, 1, true)
+      if at and at < best then best = at end
     end
-    local node
-    node = function(e)
-      local t = e.type
-      if t == "SCALAR" then
-        local v = scalar(e)
-        if e.anchor then anchors[e.anchor] = v end
-        return v
-      elseif t == "MAPPING_START" then
-        local m, keys = {}, {}
-        order[m] = keys
-        if e.anchor then anchors[e.anchor] = m end
-        while true do
-          local ke = nextev()
-          if ke.type == "MAPPING_END" then break end
-          local key
-          if ke.type == "SCALAR" then
-            key = ke.value
-          else
-            local kv = node(ke)
-            if type(kv) == "table" then
-              error(fail(format("%s:%d: a mapping key must be a scalar", file,
-                ke.start_mark.line + 1)), 0)
-            end
-            key = tostring(kv)
-          end
-          local v = node(nextev())
-          if key == "<<" and ke.style == "PLAIN" and type(v) == "table" then
-            local sources = getmetatable(v) == array_mt and v or { v }
-            for _, src in ipairs(sources) do
-              for _, k in ipairs(oadoc.keys(src)) do
-                if m[k] == nil then keys[#keys + 1] = k; m[k] = src[k] end
-              end
-            end
-          else
-            if m[key] == nil then keys[#keys + 1] = key end
-            m[key] = v
-          end
-        end
-        return m
-      elseif t == "SEQUENCE_START" then
-        local s = setmetatable({}, array_mt)
-        if e.anchor then anchors[e.anchor] = s end
-        local n = 0
-        while true do
-          local ie = nextev()
-          if ie.type == "SEQUENCE_END" then break end
-          n = n + 1
-          s[n] = node(ie)
-        end
-        return s
-      elseif t == "ALIAS" then
-        local v = anchors[e.anchor]
-        if v == nil then
-          error(fail(format("%s:%d: unknown alias *%s", file, e.start_mark.line + 1, e.anchor)), 0)
-        end
-        return v
-      end
-      error(fail(format("%s: unexpected YAML event %s", file, tostring(t))), 0)
-    end
-    local value = null
-    local e = nextev()
-    while e and e.type ~= "STREAM_END" do
-      if e.type == "DOCUMENT_START" then
-        local first = nextev()
-        if first.type ~= "DOCUMENT_END" then value = node(first) end
-        break
-      end
-      e = nextev()
-    end
-    return value
+    pos[k] = best
+  end
+  sort(keys, function(a, b)
+    if pos[a] ~= pos[b] then return pos[a] < pos[b] end
+    return a < b
   end)
-  if ok then return res end
-  if getmetatable(res) == failure_mt then return nil, res.msg end
-  error(res, 0)
+  order[map] = keys
 end
 
 -- The folder of a file's path ("" for a bare name), with its slash.
@@ -354,7 +251,7 @@ local function load_tree(path)
       end
     end
   end
-  return root, files, function() walk(root, path, false) end
+  return root, files, function() walk(root, path, false) end, texts[path]
 end
 
 local METHODS = { "get", "put", "post", "delete", "options", "head", "patch", "trace" }
@@ -577,7 +474,7 @@ local function build(doc, root, main)
       routes_list[#routes_list + 1] = route
       if item.servers then warn("%s: servers of a path are not supported (ignored)", template) end
       local common = as_list(item.parameters)
-      for _, method in ipairs(oadoc.keys(item)) do
+      for _, method in ipairs(METHODS) do
         local raw = item[method]
         if IS_METHOD[method] and type(raw) == "table" then
           local where = upper(method) .. " " .. template
@@ -671,7 +568,7 @@ end
 function oadoc.load(path)
   if type(path) ~= "string" then error("moonport.openapi.doc.load: path must be a string", 2) end
   local ok, res = pcall(function()
-    local root, files, resolve = load_tree(path)
+    local root, files, resolve, text = load_tree(path)
     if type(root) ~= "table" or getmetatable(root) == array_mt then
       error(fail(path .. ": not an OpenAPI 3.x document (not a mapping)"), 0)
     end
@@ -683,6 +580,7 @@ function oadoc.load(path)
       error(fail(path .. ": not an OpenAPI 3.x document (" .. what .. ")"), 0)
     end
     resolve()
+    if type(root.paths) == "table" then order_by_text(root.paths, text) end
     local doc = setmetatable({ version = version, files = files, warnings = {}, root = root }, doc_mt)
     build(doc, root, path)
     return doc
