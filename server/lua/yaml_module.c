@@ -247,10 +247,28 @@ static void put_value(lua_State *L, parser *y, const yaml_mark_t *mark) {
   int merge = klen == 2 && memcmp(k, "<<", 2) == 0 && lua_type(L, -1) == LUA_TTABLE;
   if (!merge) note_key(L, y, lua_gettop(L) - 2, lua_gettop(L) - 1);
   if (merge) {
-    /* The merge key: the aliased mapping's entries, where unset. */
+    /* The merge key: the aliased mapping's entries, where unset (in the
+     * aliased mapping's order when keys are ordered). */
     int from = lua_gettop(L), into = from - 2;
+    int keys = 0;
+    if (y->orders != 0) {
+      lua_pushvalue(L, from);
+      lua_rawget(L, y->orders);
+      keys = lua_gettop(L);
+      if (lua_isnil(L, -1)) keys = 0; /* an empty mapping */
+    }
+    int i = 0;
     lua_pushnil(L);
-    while (lua_next(L, from) != 0) {
+    for (;;) {
+      if (keys != 0) {
+        lua_pop(L, 1);
+        lua_rawgeti(L, keys, ++i);
+        if (lua_isnil(L, -1)) break;
+        lua_pushvalue(L, -1);
+        lua_rawget(L, from);
+      } else if (lua_next(L, from) == 0) {
+        break;
+      }
       lua_pushvalue(L, -2);
       lua_rawget(L, into);
       int unset = lua_isnil(L, -1);
@@ -264,7 +282,7 @@ static void put_value(lua_State *L, parser *y, const yaml_mark_t *mark) {
         lua_pop(L, 1);
       }
     }
-    lua_pop(L, 2);
+    lua_settop(L, into);
     return;
   }
   lua_rawset(L, -3);

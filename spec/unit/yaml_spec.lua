@@ -76,6 +76,8 @@ date: 2024-01-02
     assert.are.same({ "c", "b" }, order[v.a])
     assert.are.same({ "y", "q", "p" }, order[v.n])
     assert.are.equal(5, v.n.p)
+    local e = assert(decode("e: &e {}\nf: {<<: *e, a: 1}\n", { key_order = true }))
+    assert.are.same({ a = 1 }, e.f)
     assert.are.equal(2, select("#", decode("a: 1", { key_order = true })))
     assert.are.equal(1, select("#", decode("a: 1")))
   end)

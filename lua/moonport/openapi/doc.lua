@@ -58,12 +58,16 @@ local null, array_mt = json.null, json.array_mt
 
 local oadoc = {}
 
--- Key order of the mappings whose order the loader recorded (paths):
--- table -> { key, ... }. Weak keys, so a document's tables go with it.
+-- Key order of the mappings the loader read (moonport.yaml gives it;
+-- Lua tables keep none, and Prism's JavaScript objects do: its router
+-- breaks ties by it, AJV checks properties in it, and its examples are
+-- written in it): table -> { key, ... }. Weak keys, so a document's
+-- tables go with it.
 local order = setmetatable({}, { __mode = "k" })
+local KEY_ORDER = { key_order = true }
 
---- The keys of a table: in document order for a document's `paths`, in
--- their name's order for any other table.
+--- The keys of a table: in document order for a mapping the loader read,
+-- in their name's order for any other table.
 -- @usage for _, code in ipairs(oadoc.keys(op.responses)) do ... end
 function oadoc.keys(t)
   local keys = order[t]
@@ -83,36 +87,14 @@ local function fail(msg) return setmetatable({ msg = msg }, failure_mt) end
 -- and "FILE:LINE:COLUMN: reason".
 -- @usage local t, err = oadoc.parse("a: [1, 2]\n", "x.yaml")
 function oadoc.parse(text, file)
-  local value, err = yaml_decode(text)
+  local value, err = yaml_decode(text, KEY_ORDER)
   if value == nil then
     local line, col, what = match(err or "", "^line (%d+) column (%d+): (.*)$")
     if line then return nil, format("%s:%s:%s: %s", file or "(text)", line, col, what) end
     return nil, (file or "(text)") .. ": " .. tostring(err)
   end
+  for map, keys in pairs(err) do order[map] = keys end
   return value
-end
-
--- Records the document order of map's keys: where each first appears in
--- text, quoted or followed by a colon (moonport.yaml, like JSON decoders,
--- keeps no order; Prism's JavaScript objects do, and its router breaks
--- ties by it).
-local function order_by_text(map, text)
-  local pos = {}
-  local keys = {}
-  for k in pairs(map) do
-    keys[#keys + 1] = k
-    local best = math.huge
-    for _, needle in ipairs({ '"' .. k .. '"', "'" .. k .. "'", k .. ":" }) do
-      local at = find(text, needle, 1, true)
-      if at and at < best then best = at end
-    end
-    pos[k] = best
-  end
-  sort(keys, function(a, b)
-    if pos[a] ~= pos[b] then return pos[a] < pos[b] end
-    return a < b
-  end)
-  order[map] = keys
 end
 
 -- The folder of a file's path ("" for a bare name), with its slash.
@@ -251,7 +233,7 @@ local function load_tree(path)
       end
     end
   end
-  return root, files, function() walk(root, path, false) end, texts[path]
+  return root, files, function() walk(root, path, false) end
 end
 
 local METHODS = { "get", "put", "post", "delete", "options", "head", "patch", "trace" }
@@ -568,7 +550,7 @@ end
 function oadoc.load(path)
   if type(path) ~= "string" then error("moonport.openapi.doc.load: path must be a string", 2) end
   local ok, res = pcall(function()
-    local root, files, resolve, text = load_tree(path)
+    local root, files, resolve = load_tree(path)
     if type(root) ~= "table" or getmetatable(root) == array_mt then
       error(fail(path .. ": not an OpenAPI 3.x document (not a mapping)"), 0)
     end
@@ -580,7 +562,6 @@ function oadoc.load(path)
       error(fail(path .. ": not an OpenAPI 3.x document (" .. what .. ")"), 0)
     end
     resolve()
-    if type(root.paths) == "table" then order_by_text(root.paths, text) end
     local doc = setmetatable({ version = version, files = files, warnings = {}, root = root }, doc_mt)
     build(doc, root, path)
     return doc
