@@ -55,12 +55,12 @@ local json = require("moonport.json")
 local bit = require("bit")
 
 local type, pairs, ipairs, tostring, tonumber, next = type, pairs, ipairs, tostring, tonumber, next
-local getmetatable, setmetatable, rawget, error, pcall, select = getmetatable, setmetatable, rawget, error, pcall, select
+local getmetatable, setmetatable, rawget, error, pcall = getmetatable, setmetatable, rawget, error, pcall
 local floor, ceil, huge, max, min, abs = math.floor, math.ceil, math.huge, math.max, math.min, math.abs
 local find, sub, byte, char, lower, format, rep, gsub, match, gmatch =
   string.find, string.sub, string.byte, string.char, string.lower, string.format,
   string.rep, string.gsub, string.match, string.gmatch
-local concat, sort, insert, remove = table.concat, table.sort, table.insert, table.remove
+local concat, sort = table.concat, table.sort
 local band, bor, bxor, lshift, rshift, tobit = bit.band, bit.bor, bit.bxor, bit.lshift, bit.rshift, bit.tobit
 
 local null, array_mt = json.null, json.array_mt
@@ -737,6 +737,12 @@ local function utf8_char(cp)
     0x80 + floor(cp / 0x40) % 0x40, 0x80 + cp % 0x40)
 end
 
+-- The length of a string in code points, as minLength counts it.
+local function ulen(s)
+  local _, n = gsub(s, "[^\128-\191]", "")
+  return n
+end
+
 local ESCAPES = { t = 9, n = 10, r = 13, f = 12, v = 11, ["0"] = 0 }
 
 -- A class as a predicate over code points, plus the set to draw from.
@@ -919,51 +925,69 @@ local function parse_pattern(p)
   return node
 end
 
-local function emit(node, rng, out)
+-- out.n counts the code points emitted so far; with a target length,
+-- unbounded repetitions go on until the output reaches it.
+local function put(out, text)
+  out[#out + 1] = text
+  out.n = out.n + ulen(text)
+end
+
+local function emit(node, rng, out, stretch, target)
   local k = node.kind
   if k == "lit" then
-    out[#out + 1] = node.text
+    put(out, node.text)
   elseif k == "set" then
     if node.wide then
       local f = rng:pick(node.wide)
       for cp = 0xA0, 0x2FFF do
-        if f(cp) then out[#out + 1] = utf8_char(cp) return end
+        if f(cp) then put(out, utf8_char(cp)) return end
       end
-      out[#out + 1] = "?"
+      put(out, "?")
     elseif #node.pool > 0 then
-      out[#out + 1] = char(rng:pick(node.pool))
+      put(out, char(rng:pick(node.pool)))
     else
-      out[#out + 1] = utf8_char(0xE9) -- a negated class of every printable character
+      put(out, utf8_char(0xE9)) -- a negated class of every printable character
     end
   elseif k == "seq" then
-    for _, item in ipairs(node.items) do emit(item, rng, out) end
+    for _, item in ipairs(node.items) do emit(item, rng, out, stretch, target) end
   elseif k == "alt" then
-    emit(rng:pick(node.alts), rng, out)
+    emit(rng:pick(node.alts), rng, out, stretch, target)
   elseif k == "rep" then
-    local hi = node.hi or node.lo + 4
-    for _ = 1, rng:int(node.lo, hi) do emit(node.node, rng, out) end
+    if target and not node.hi then
+      local count = 0
+      while count < node.lo or (out.n < target and count < node.lo + 64) do
+        emit(node.node, rng, out, stretch, target)
+        count = count + 1
+      end
+    else
+      local hi = node.hi or node.lo + stretch
+      for _ = 1, rng:int(node.lo, hi) do emit(node.node, rng, out, stretch, target) end
+    end
   end
 end
 
 --- A random string that the regular expression pattern matches, or nil
 -- when the pattern uses what the generator does not handle (see above).
+-- Unbounded repetitions (*, +, {n,}) repeat up to stretch (default 4)
+-- more times than their minimum.
 -- @usage gen.from_pattern("^[a-z]{3}-\\d+$", gen.rng(1)) --> e.g. "qkd-407"
-function gen.from_pattern(pattern, rng)
+function gen.from_pattern(pattern, rng, stretch, target)
   local node = parse_pattern(pattern)
   if not node then return nil end
-  local out = {}
-  emit(node, rng, out)
+  local out = { n = 0 }
+  emit(node, rng, out, stretch or 4, target)
   return concat(out)
 end
 
--- Whether the string s matches pattern, by the server's PCRE2 (as the
--- validators check it); true when no regex engine can be loaded.
-local pattern_cache = setmetatable({}, { __mode = "k" })
+-- Whether the string s matches pattern (anywhere, as JSON Schema's
+-- pattern does), by the server's PCRE2 (moonport.core.regex, which the
+-- validators use too); true when it cannot be loaded.
+local pattern_cache = {}
 local regex_engine
 local function matches(pattern, s)
   if regex_engine == nil then
-    local ok, core = pcall(require, "moonport.core")
-    regex_engine = ok and type(core) == "table" and core.regex or false
+    local ok, regex = pcall(require, "moonport.core.regex")
+    regex_engine = ok and type(regex) == "table" and regex.new or false
   end
   if not regex_engine then return true end
   local re = pattern_cache[pattern]
@@ -997,7 +1021,7 @@ local function validates(schema, version, value)
     else
       ok, js = pcall(require, "moonport.mock.jsonschema")
       if ok and type(js) == "table" and js.compile then
-        local okc, compiled = pcall(js.compile, schema, version == "3.1" and 2020 or 4)
+        local okc, compiled = pcall(js.compile, schema, version == "3.1" and "V202012" or "V4")
         if okc and type(compiled) == "function" then
           v = function(x) return (compiled(x)) end
         end
@@ -1079,11 +1103,6 @@ local FORMATS = {
   duration = function(rng) return "P" .. rng:int(1, 30) .. "D" end,
 }
 
--- The length of a string in code points, as minLength counts it.
-local function ulen(s)
-  local _, n = gsub(s, "[^\128-\191]", "")
-  return n
-end
 
 local function fits_length(s, schema)
   local n = ulen(s)
@@ -1116,20 +1135,24 @@ local function fake_string(s, ctx)
   local minlen = max(0, floor(tonumber(s.minLength) or 0))
   local maxlen = tonumber(s.maxLength)
   if s.pattern ~= nil and type(s.pattern) == "string" then
-    for _ = 1, 10 do
-      local v = gen.from_pattern(s.pattern, rng)
+    -- Lengths are met by trying repetition counts up to the bounds.
+    local lo = floor(tonumber(s.minLength) or 0)
+    local hi = floor(tonumber(s.maxLength) or lo + 8)
+    for try = 1, 20 do
+      local target = try > 5 and rng:int(lo, max(lo, hi)) or nil
+      local v = gen.from_pattern(s.pattern, rng, 4, target)
       if not v then break end
-      if fits_length(v, s) and matches(s.pattern, v) and (not s.format or not FORMATS[s.format]) then
-        return v
-      end
+      if fits_length(v, s) and matches(s.pattern, v) then return v end
     end
-    -- Beyond the generator (or no match within the lengths): the
-    -- schema's own examples or default, which the author wrote to match.
-    for _, cand in ipairs({ s.default, s.example, is_list(s.examples) and s.examples[1] or nil }) do
-      if type(cand) == "string" then return cand end
+    -- Beyond the generator (lookarounds, backreferences, \p{...}) or no
+    -- match within the lengths: the schema's own default or examples,
+    -- which the author wrote to match, else the static sample.
+    local examples = is_list(s.examples) and s.examples or {}
+    local candidates = { s.default, s.example, examples[1], examples[2] }
+    for i = 1, 4 do
+      if type(candidates[i]) == "string" then return candidates[i] end
     end
-    local v = sample_string(s)
-    return v
+    return sample_string(s)
   end
   local f = s.format and FORMATS[s.format]
   if f then
@@ -1343,16 +1366,18 @@ local function fake_array(s, ctx)
       item = merge_schemas(item == nil and {} or item, s.contains)
       contains_left = contains_left - 1
     end
-    local v
-    for _ = 1, (s.uniqueItems == true) and 10 or 1 do
+    local v, dup
+    for _ = 1, (s.uniqueItems == true) and 20 or 1 do
       v = fake(item, ctx)
-      local dup = false
+      dup = false
       if s.uniqueItems == true then
         for j = 1, #out do if deep_equal(out[j], v) then dup = true break end end
       end
       if not dup then break end
     end
-    out[i] = v == nil and null or v
+    -- Past minItems, an item that keeps repeating another is left out.
+    if dup and #out >= lo then break end
+    out[#out + 1] = v == nil and null or v
   end
   return out
 end
@@ -1427,7 +1452,7 @@ local function fake_branch(s, list, ctx, exclusive)
   end
   local first
   for _, i in ipairs(order) do
-    for _ = 1, 3 do
+    for _ = 1, 8 do
       local v = fake(merge_schemas(base, list[i]), ctx)
       if first == nil then first = v end
       local ok = true
