@@ -41,9 +41,9 @@
 -- into shared (possibly cyclic) tables; null is json.null and arrays
 -- carry json.array_mt, both read and generated. Decoded objects keep no
 -- key order: where Prism takes "the first" of a map (contents, examples,
--- responses, headers) this module takes the document's order when the
--- loader records it as a list in the table's metatable field `__keys`,
--- and the keys sorted as strings otherwise.
+-- responses, headers, properties) this module takes the document's order,
+-- which moonport.openapi.doc records for every mapping it reads
+-- (oadoc.keys), and the keys sorted as strings for other tables.
 --
 -- What it does not do: serialize bodies (the caller encodes by content
 -- type), validate requests (moonport.openapi.request), build Prism's own
@@ -52,6 +52,7 @@
 -- @module moonport.openapi.generate
 
 local json = require("moonport.json")
+local oadoc_keys = require("moonport.openapi.doc").keys
 local bit = require("bit")
 
 local type, pairs, ipairs, tostring, tonumber, next = type, pairs, ipairs, tostring, tonumber, next
@@ -87,22 +88,15 @@ end
 
 local function new_array() return setmetatable({}, array_mt) end
 
-local function by_string(a, b) return tostring(a) < tostring(b) end
 
---- The keys of a decoded object in the document's order: the list in its
--- metatable's `__keys` field when the loader recorded one, else the keys
--- sorted as strings (so that every choice of "the first" is the same on
--- every run).
+--- The keys of a decoded object in the document's order (oadoc.keys):
+-- as the document lists them for a mapping the loader read, else sorted
+-- as strings (so that every choice of "the first" is the same on every
+-- run).
 -- @usage for _, name in ipairs(gen.keys(response.content)) do ... end
 function gen.keys(t)
   if type(t) ~= "table" then return {} end
-  local mt = getmetatable(t)
-  local order = type(mt) == "table" and rawget(mt, "__keys")
-  if order then return order end
-  local list = {}
-  for k in pairs(t) do list[#list + 1] = k end
-  sort(list, by_string)
-  return list
+  return oadoc_keys(t)
 end
 local keys = gen.keys
 
