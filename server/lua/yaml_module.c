@@ -55,6 +55,7 @@ typedef struct parser {
   int ready;  /* p is initialized */
   int has_ev; /* ev holds an event to delete */
   int depth;
+  int orders; /* the stack index of the key-order table, or 0 */
   frame frames[MAX_DEPTH];
 } parser;
 
@@ -202,6 +203,29 @@ static void push_alias(lua_State *L, int anchors, const yaml_event_t *ev) {
   }
 }
 
+/* [-0, +0, e] With key order asked for: appends the key at index k to
+ * the order list of the mapping at index map, unless the mapping has it. */
+static void note_key(lua_State *L, parser *y, int map, int k) {
+  if (y->orders == 0) return;
+  lua_pushvalue(L, k);
+  lua_rawget(L, map);
+  int had = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  if (had) return;
+  lua_pushvalue(L, map);
+  lua_rawget(L, y->orders);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, map);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, y->orders);
+  }
+  lua_pushvalue(L, k);
+  lua_rawseti(L, -2, (int)lua_objlen(L, -2) + 1);
+  lua_pop(L, 1);
+}
+
 /* [-(1|2), +0, e] The value on top is done: into its container (a key
  * waits for its value; a value goes in under its key), else it is the
  * document, left where it is. */
@@ -220,16 +244,37 @@ static void put_value(lua_State *L, parser *y, const yaml_mark_t *mark) {
   f->key_ready = 0;
   size_t klen;
   const char *k = lua_tolstring(L, -2, &klen);
-  if (klen == 2 && memcmp(k, "<<", 2) == 0 && lua_type(L, -1) == LUA_TTABLE) {
-    /* The merge key: the aliased mapping's entries, where unset. */
+  int merge = klen == 2 && memcmp(k, "<<", 2) == 0 && lua_type(L, -1) == LUA_TTABLE;
+  if (!merge) note_key(L, y, lua_gettop(L) - 2, lua_gettop(L) - 1);
+  if (merge) {
+    /* The merge key: the aliased mapping's entries, where unset (in the
+     * aliased mapping's order when keys are ordered). */
     int from = lua_gettop(L), into = from - 2;
+    int keys = 0;
+    if (y->orders != 0) {
+      lua_pushvalue(L, from);
+      lua_rawget(L, y->orders);
+      keys = lua_gettop(L);
+      if (lua_isnil(L, -1)) keys = 0; /* an empty mapping */
+    }
+    int i = 0;
     lua_pushnil(L);
-    while (lua_next(L, from) != 0) {
+    for (;;) {
+      if (keys != 0) {
+        lua_pop(L, 1);
+        lua_rawgeti(L, keys, ++i);
+        if (lua_isnil(L, -1)) break;
+        lua_pushvalue(L, -1);
+        lua_rawget(L, from);
+      } else if (lua_next(L, from) == 0) {
+        break;
+      }
       lua_pushvalue(L, -2);
       lua_rawget(L, into);
       int unset = lua_isnil(L, -1);
       lua_pop(L, 1);
       if (unset) {
+        note_key(L, y, into, lua_gettop(L) - 1);
         lua_pushvalue(L, -2);
         lua_insert(L, -2);
         lua_rawset(L, into);
@@ -237,7 +282,7 @@ static void put_value(lua_State *L, parser *y, const yaml_mark_t *mark) {
         lua_pop(L, 1);
       }
     }
-    lua_pop(L, 2);
+    lua_settop(L, into);
     return;
   }
   lua_rawset(L, -3);
@@ -250,13 +295,20 @@ static void anchor(lua_State *L, int anchors, const yaml_char_t *name) {
   lua_setfield(L, anchors, (const char *)name);
 }
 
-/* [-1, +(1|2), e] decode(text): the first document's value, or nil and
- * "line L column C: what is wrong". */
+/* [-2, +(1|2), e] decode(text, key_order): the first document's value
+ * (and with key_order, a table giving each mapping's keys in the order
+ * the text has them), or nil and "line L column C: what is wrong". */
 static int decode(lua_State *L) {
   size_t len;
   const char *text = luaL_checklstring(L, 1, &len);
+  int key_order = lua_toboolean(L, 2);
+  lua_settop(L, 1);
   parser *y = lua_newuserdata(L, sizeof *y);
   memset(y, 0, sizeof *y);
+  if (key_order) {
+    lua_newtable(L);
+    y->orders = lua_gettop(L);
+  }
   lua_pushvalue(L, lua_upvalueindex(UV_PARSER_MT));
   lua_setmetatable(L, -2);
   if (!yaml_parser_initialize(&y->p)) return luaL_error(L, "out of memory");
@@ -343,19 +395,30 @@ static int decode(lua_State *L) {
     lua_pushliteral(L, "line 1 column 1: the text holds no YAML document");
     return 2;
   }
-  return 1;
+  if (y->orders == 0) return 1;
+  lua_pushvalue(L, y->orders);
+  return 2;
 }
 
-/* [-1, +(1|2), -] decode, its errors returned rather than raised. An
+/* [-(1|2), +(1|2), -] decode(text[, opts]), its errors returned rather
+ * than raised; opts.key_order asks for the key-order table. An
  * allocation past the memory limit still raises, as everywhere. */
 static int l_decode(lua_State *L) {
   luaL_checkstring(L, 1);
+  int key_order = 0;
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    lua_getfield(L, 2, "key_order");
+    key_order = lua_toboolean(L, -1);
+  } else if (!lua_isnoneornil(L, 2)) {
+    return luaL_argerror(L, 2, "a table of options");
+  }
   lua_settop(L, 1);
+  lua_pushboolean(L, key_order);
   lua_pushvalue(L, lua_upvalueindex(UV_ARRAY_MT));
   lua_pushvalue(L, lua_upvalueindex(UV_PARSER_MT));
   lua_pushcclosure(L, decode, 2);
   lua_insert(L, 1);
-  int rc = lua_pcall(L, 1, LUA_MULTRET, 0);
+  int rc = lua_pcall(L, 2, LUA_MULTRET, 0);
   if (rc == LUA_ERRMEM) return lua_error(L);
   if (rc != 0) {
     lua_pushnil(L);

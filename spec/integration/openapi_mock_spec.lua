@@ -1,7 +1,7 @@
 -- `moonport --openapi FILE` (and openapi.mock in a script) over real
 -- sockets: Prism's answers for the Petstore document (scripts/petstore/)
 -- and spec/fixtures/openapi/things.yaml (3.1, security, named examples,
--- $refs into common.yaml, a callback): routing, validation, Prefer,
+-- $refs into things_common.yaml, a callback): routing, validation, Prefer,
 -- content negotiation, --dynamic with --seed, the document below --mock's
 -- stubs with the journal, admin API and CORS, hot reload of the document
 -- and of a file it $refs (a broken edit keeps the old one serving), load
@@ -266,7 +266,7 @@ end)
 
 describe("moonport --openapi hot reload", function()
   it("reloads on an edit of the document or of a file it $refs, and keeps serving through a broken one", function()
-    local dir = scratch_copy({ ["things.yaml"] = THINGS, ["common.yaml"] = "spec/fixtures/openapi/common.yaml" })
+    local dir = scratch_copy({ ["things.yaml"] = THINGS, ["things_common.yaml"] = "spec/fixtures/openapi/things_common.yaml" })
     local server = support.start(dir .. "/things.yaml", { "--openapi" })
     local port = server.port
     local h = { ["X-API-Key"] = "k", ["X-Trace"] = "ab" }
@@ -279,8 +279,8 @@ describe("moonport --openapi hot reload", function()
       return d and d.name == "edited"
     end), server:stderr())
     -- A file it $refs: Random's n now starts at 15.
-    local common = helpers.read_file(dir .. "/common.yaml")
-    helpers.write_by_rename(dir .. "/common.yaml", (common:gsub("minimum: 10", "minimum: 15")))
+    local common = helpers.read_file(dir .. "/things_common.yaml")
+    helpers.write_by_rename(dir .. "/things_common.yaml", (common:gsub("minimum: 10", "minimum: 15")))
     assert.truthy(helpers.eventually(function()
       local d = select(4, req(port, "GET", "/random"))
       return d and d.n == 15

@@ -70,6 +70,18 @@ date: 2024-01-02
     assert.are.equal(cycle[1], cycle[1][1])
   end)
 
+  it("gives each mapping's keys in the text's order when asked", function()
+    local v, order = decode("z: 1\na: {c: 1, b: 2, c: 3}\nm: &m {q: 1, p: 2}\nn:\n  y: 1\n  <<: *m\n  p: 5\n", { key_order = true })
+    assert.are.same({ "z", "a", "m", "n" }, order[v])
+    assert.are.same({ "c", "b" }, order[v.a])
+    assert.are.same({ "y", "q", "p" }, order[v.n])
+    assert.are.equal(5, v.n.p)
+    local e = assert(decode("e: &e {}\nf: {<<: *e, a: 1}\n", { key_order = true }))
+    assert.are.same({ a = 1 }, e.f)
+    assert.are.equal(2, select("#", decode("a: 1", { key_order = true })))
+    assert.are.equal(1, select("#", decode("a: 1")))
+  end)
+
   it("reads only the first document", function()
     assert.are.same({ a = 1 }, decode("a: 1\n---\nb: 2\n"))
   end)
