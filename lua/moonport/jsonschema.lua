@@ -35,7 +35,9 @@
 -- it: nullable (with a type) adds "null" to the type and to an enum;
 -- boolean exclusiveMinimum/Maximum take the minimum/maximum's value;
 -- int32/int64/float/double bound minimum and maximum; byte adds a
--- base64-ish pattern; $ref's siblings are evaluated (AJV 8 does);
+-- base64-ish pattern; allOf is merged into its schema (Prism merges
+-- bodies' schemas, so errors come in the merged schema's order); $ref's
+-- siblings are evaluated (AJV 8 does);
 -- discriminator, xml, example are annotations. "oas3.0" has draft-07's
 -- keywords (Prism validates with AJV's draft-07 class), "oas3.1" 2020-12's.
 --
@@ -354,7 +356,7 @@ end
 -- The keys of an object of the schema, in the order errors should follow:
 -- opts.order(t) when it knows it (the document's order), else sorted.
 local function keys_of(t, cx)
-  local list = cx.order and cx.order(t)
+  local list = cx.merged_order[t] or cx.order and cx.order(t)
   if list then return list end
   list = {}
   for k in pairs(t) do list[#list + 1] = k end
@@ -401,6 +403,94 @@ local function types_of(schema, cx)
   return list
 end
 
+-- allOf merged into its schema, as Prism does to bodies before validating
+-- them (json-schema-merge-allof, deep): properties united (one both
+-- branches name becomes the allOf of the two, merged in turn), required
+-- lists joined, types intersected, lower bounds raised and upper ones
+-- lowered, annotations from the first; the merged schema then reports its
+-- errors in one schema's order. nil when the branches conflict (a keyword
+-- two of them set differently, no type left) or a branch is the schema
+-- itself: Prism then validates the schema as it was, and so does this.
+local MERGE_MAX = { minimum = true, minLength = true, minItems = true, minProperties = true }
+local MERGE_MIN = { maximum = true, maxLength = true, maxItems = true, maxProperties = true }
+local MERGE_FIRST = { title = true, description = true, example = true, examples = true, default = true,
+                      deprecated = true, ["$comment"] = true, xml = true, externalDocs = true }
+
+local function merge_allof(schema, cx, busy)
+  if busy[schema] then return nil end
+  busy[schema] = true
+  local out, names, seen = {}, {}, {}
+  local function note_props(p)
+    for _, k in ipairs(keys_of(p, cx)) do
+      if not seen[k] then seen[k] = true names[#names + 1] = k end
+    end
+  end
+  local function take(k, val)
+    local have = out[k]
+    if k == "properties" then
+      if type(val) ~= "table" then return false end
+      out.properties = out.properties or {}
+      for name, sub_s in pairs(val) do
+        local old = out.properties[name]
+        out.properties[name] = old == nil and sub_s or { allOf = { old, sub_s } }
+      end
+      note_props(val)
+    elseif k == "required" then
+      if type(val) ~= "table" then return false end
+      local list = out.required or setmetatable({}, array_mt)
+      for _, name in ipairs(val) do
+        local dup = false
+        for _, h in ipairs(list) do if h == name then dup = true break end end
+        if not dup then list[#list + 1] = name end
+      end
+      out.required = list
+    elseif have == nil then
+      out[k] = val
+    elseif k == "type" then
+      local a = type(have) == "string" and { have } or have
+      local b = type(val) == "string" and { val } or val
+      local both = {}
+      for _, x in ipairs(a) do
+        for _, y in ipairs(b) do
+          if x == y or x == "integer" and y == "number" or x == "number" and y == "integer" then
+            both[#both + 1] = (x == "integer" or y == "integer") and "integer" or x
+          end
+        end
+      end
+      if #both == 0 then return false end
+      out.type = #both == 1 and both[1] or both
+    elseif MERGE_MAX[k] and type(have) == "number" and type(val) == "number" then
+      out[k] = have > val and have or val
+    elseif MERGE_MIN[k] and type(have) == "number" and type(val) == "number" then
+      out[k] = have < val and have or val
+    elseif not MERGE_FIRST[k] and not equal(have, val) then
+      return false
+    end
+    return true
+  end
+  local ok = true
+  for k, val in pairs(schema) do
+    if k ~= "allOf" and not take(k, val) then ok = false end
+  end
+  for _, branch in ipairs(type(schema.allOf) == "table" and schema.allOf or {}) do
+    local b = deref(branch, cx)
+    if type(b) == "table" and type(b["$ref"]) == "table" then b = b["$ref"] end
+    if b == false or type(b) ~= "table" and b ~= true then ok = false break end
+    if b ~= true then
+      if b.allOf ~= nil then b = merge_allof(b, cx, busy) end
+      if b == nil then ok = false break end
+      for k, val in pairs(b) do
+        if k ~= "$ref" and not take(k, val) then ok = false break end
+      end
+    end
+    if not ok then break end
+  end
+  busy[schema] = nil
+  if not ok then return nil end
+  if out.properties then cx.merged_order[out.properties] = names end
+  return out
+end
+
 -- Keywords of AJV's rule groups, to decide where a type error goes.
 local GROUP_KEYWORDS = {
   number = { "maximum", "minimum", "exclusiveMaximum", "exclusiveMinimum", "multipleOf", "format" },
@@ -438,6 +528,15 @@ function compile_schema(schema, where, cx)
   end
   memo = {}
   cx.memo[schema] = memo
+  if cx.merge and schema.allOf ~= nil then
+    local merged = merge_allof(schema, cx, {})
+    if merged then
+      local check, err = compile_schema(merged, where, cx)
+      if not check then return nil, err end
+      memo.check = check
+      return check
+    end
+  end
 
   local draft, oas = cx.draft, cx.oas
   local ks = {}
@@ -1223,7 +1322,9 @@ end
 -- `dialect` ("oas3.0", "oas3.1", 4, 6, 7, 2019, 2020; 2020 when nil),
 -- `formats` (true: assert formats as ajv-formats does for Prism),
 -- `direction` ("request": readOnly properties are left out, as Prism
--- strips them; "response": writeOnly ones), `coerce` (true: a type error
+-- strips them; "response": writeOnly ones), `merge_allof` (false: keep
+-- allOf as it is in the OpenAPI dialects, where it is merged into its
+-- schema as Prism merges bodies' schemas), `coerce` (true: a type error
 -- is reported first, as AJV with coerceTypes does; for parameters that
 -- went through jsonschema.coerce), `root` (what "#/..." $refs point
 -- into; the schema when nil), `order` (function(object) -> its keys in
@@ -1247,7 +1348,8 @@ function jsonschema.compile(schema, opts)
   end
   local cx = { root = opts.root or schema, draft = draft, oas = type(dialect) == "string",
                formats = opts.formats == true, direction = opts.direction, coerce = opts.coerce == true,
-               order = opts.order, memo = opts.memo or {} }
+               order = opts.order, memo = opts.memo or {}, merged_order = setmetatable({}, { __mode = "k" }) }
+  cx.merge = cx.oas and opts.merge_allof ~= false
   local check, err = compile_schema(schema, "#", cx)
   if not check then return nil, err end
   local v = {}

@@ -118,6 +118,29 @@ describe("jsonschema", function()
       assert.same({ { "", "maximum", "must be <= 5" } }, brief(v.errors(6)))
     end)
 
+    it("merges allOf as Prism does before validating a body", function()
+      -- Prism's answers to the same schemas, in its order.
+      local v = compile({ type = "object", allOf = arr({ { properties = { a = { type = "string" } } },
+        { properties = o({ a = { minLength = 3 }, b = { type = "integer" } }, { "a", "b" }) } }) })
+      assert.same({ { "/a", "minLength", "must NOT have fewer than 3 characters" },
+                    { "/b", "type", "must be integer" } }, brief(v.errors(decode('{"a": "x", "b": "y"}'))))
+      assert.same({ { "/a", "type", "must be string" } }, brief(v.errors(decode('{"a": 1}'))))
+      v = compile({ allOf = arr({ { ["$ref"] = "#/components/schemas/Pet" },
+        { type = "object", required = arr({ "tag" }), properties = { tag = { maxLength = 2 } } } }) }, { root = DOC })
+      assert.same({ { "", "required", "must have required property 'id'" },
+                    { "/name", "type", "must be string" },
+                    { "/tag", "maxLength", "must NOT have more than 2 characters" } },
+        brief(v.errors(decode('{"name": 1, "tag": "xyz"}'))))
+      -- Branches that conflict are left as they are, and so are their errors.
+      v = compile({ allOf = arr({ { type = "object", properties = { a = { type = "string" } } }, { type = "array" } }) })
+      assert.same({ { "/a", "type", "must be string" }, { "", "type", "must be array" } },
+        brief(v.errors(decode('{"a": 1}'))))
+      -- A schema that is its own branch is not merged either.
+      local self = { type = "object", properties = { next = {} } }
+      self.properties.next.allOf = { self }
+      assert.is_false(compile(self).valid(decode('{"next": 1}')))
+    end)
+
     it("ignores discriminator, xml and example", function()
       local v = compile({ type = "object", discriminator = { propertyName = "kind" }, xml = { name = "x" },
                           example = { kind = 1 } })
