@@ -98,7 +98,9 @@ local function is_integer(n)
   return n % 1 == 0 or n == huge or n == -huge
 end
 
--- Whether two JSON values are equal (1 and 1.0 are). Allocates nothing.
+--- Whether two JSON values are equal (1 and 1.0 are; objects by their
+-- members, arrays item by item). Allocates nothing.
+-- @usage jsonschema.equal({ a = 1 }, { a = 1.0 }) -- true
 local function equal(a, b)
   if a == b then return true end
   local ta, tb = json_type(a), json_type(b)
@@ -129,8 +131,9 @@ local function length(s)
   return n
 end
 
--- A number as JavaScript prints it (String(n)): AJV's messages hold its
--- limits that way ("must be <= 3.402823669209385e+38").
+--- A number as JavaScript prints it (String(n)): AJV's messages hold
+-- their limits that way ("must be <= 3.402823669209385e+38").
+-- @usage jsonschema.jsnum(1e21) -- "1e+21"
 local function jsnum(n)
   if n ~= n then return "NaN" end
   if n == huge then return "Infinity" elseif n == -huge then return "-Infinity" end
@@ -155,16 +158,14 @@ local function jsnum(n)
 end
 jsonschema.jsnum = jsnum
 
--- How a value is shown in an error's params: as it is (a table stays the
--- schema's own, not copied).
 local TYPES = { string = true, number = true, integer = true, boolean = true, null = true,
                 object = true, array = true }
 
 -- Regular expressions -----------------------------------------------------
 
--- ECMAScript patterns on PCRE2: UTF, JavaScript's escapes, and `$` at the
--- end only (JavaScript's, where PCRE2's would also match before a final
--- newline). Returns a matcher(s) -> true | false, or nil and why.
+-- ECMAScript patterns on PCRE2: UTF, JavaScript's escapes (\uhhhh; not
+-- \u{...}), and `$` at the end only (JavaScript's, where PCRE2's would
+-- also match before a final newline).
 local JS_FLAGS = RE.u + RE.J + RE.j
 
 local function js_source(src, multiline)
@@ -193,6 +194,10 @@ local function js_source(src, multiline)
   return concat(out)
 end
 
+--- Compiles an ECMAScript regular expression (a schema's pattern) to a
+-- test(s) -> boolean that finds it anywhere in s, allocating nothing; or
+-- nil and PCRE2's message.
+-- @usage local test = assert(jsonschema.regex("^[a-z]+$"))
 local function js_regex(src, caseless, multiline)
   local flags = JS_FLAGS + (caseless and RE.i or 0) + (multiline and RE.m or 0)
   local c, err = re_compile(js_source(src, multiline), flags)
