@@ -53,6 +53,7 @@
 
 local json = require("moonport.json")
 local oadoc_keys = require("moonport.openapi.doc").keys
+local jsonschema = require("moonport.jsonschema")
 local bit = require("bit")
 
 local type, pairs, ipairs, tostring, tonumber, next = type, pairs, ipairs, tostring, tonumber, next
@@ -998,34 +999,18 @@ end
 
 -- Random data valid against a schema -----------------------------------------
 
--- Whether value is valid against schema, by moonport.jsonschema (or the
--- mock's validator before it), to check the branches of oneOf and not;
--- true when neither can be loaded.
+-- Whether value is valid against schema (moonport.jsonschema, in the
+-- response direction), to check the branches of oneOf and not.
 local validators = setmetatable({}, { __mode = "k" })
 local function validates(schema, version, value)
   if type(schema) ~= "table" then return schema ~= false end
   local v = validators[schema]
   if v == nil then
-    v = false
-    local ok, js = pcall(require, "moonport.jsonschema")
-    if ok and type(js) == "table" and js.compile then
-      local okc, compiled = pcall(js.compile, schema, {
-        dialect = version == "3.1" and "oas3.1" or "oas3.0", direction = "response" })
-      if okc and compiled then v = function(x) return compiled.valid(x) end end
-    else
-      ok, js = pcall(require, "moonport.mock.jsonschema")
-      if ok and type(js) == "table" and js.compile then
-        local okc, compiled = pcall(js.compile, schema, version == "3.1" and "V202012" or "V4")
-        if okc and type(compiled) == "function" then
-          v = function(x) return (compiled(x)) end
-        end
-      end
-    end
+    v = assert(jsonschema.compile(schema, {
+      dialect = version == "3.1" and "oas3.1" or "oas3.0", direction = "response" }))
     validators[schema] = v
   end
-  if not v then return true end
-  local ok, res = pcall(v, value)
-  return not ok or res == true
+  return v.valid(value)
 end
 
 local WORDS = { "lorem", "ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit",

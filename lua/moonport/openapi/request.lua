@@ -54,6 +54,7 @@
 
 local json = require("moonport.json")
 local jsonschema = require("moonport.jsonschema")
+local oadoc = require("moonport.openapi.doc")
 local url = require("moonport.url")
 
 local type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, error =
@@ -528,10 +529,7 @@ local function compile_body(op, opts)
   local rb = op.request_body
   local contents = {}
   if rb and type(rb.content) == "table" then
-    local medias = {}
-    for media in pairs(rb.content) do medias[#medias + 1] = media end
-    sort(medias)
-    for _, media in ipairs(medias) do
+    for _, media in ipairs(oadoc.keys(rb.content)) do
       local c = rb.content[media]
       local entry = { media = media }
       local essence = lower(match(media, "^%s*([^;%s]+)") or "")
@@ -799,9 +797,13 @@ function oarequest.compile(op, doc)
   if type(op) ~= "table" or type(doc) ~= "table" then
     error("moonport.openapi.request.compile: op and doc must be tables", 2)
   end
+  -- Compiled schemas are shared by the document's operations (a
+  -- component used by many is compiled once), properties checked in the
+  -- document's order as AJV checks them.
+  doc.request_memo = doc.request_memo or {}
   local opts = {
     dialect = doc.version == "3.1" and "oas3.1" or "oas3.0",
-    formats = true, direction = "request",
+    formats = true, direction = "request", order = oadoc.keys, memo = doc.request_memo,
   }
   local security = compile_security(op, doc)
   local body = compile_body(op, opts)
