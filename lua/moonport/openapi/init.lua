@@ -54,14 +54,17 @@ local PRISM = "https://stoplight.io/prism/errors#"
 
 -- A list of violations as JSON, the members in Prism's order
 -- (location, severity, code, message); prefix ("request", or nil) goes
--- in front of each location, as Prism writes sl-violations.
+-- in front of each location, as Prism writes sl-violations. A violation
+-- of no place (a required body that is missing) has no location member,
+-- as in Prism's problem bodies.
 local function violations_json(list, prefix)
   local out = {}
   for i, v in ipairs(list) do
     local loc = {}
     if prefix then loc[1] = json_encode(prefix) end
     for _, part in ipairs(v.location or v.path or {}) do loc[#loc + 1] = json_encode(part) end
-    out[i] = '{"location":[' .. concat(loc, ",") .. '],"severity":' .. json_encode(v.severity or "Error")
+    local at = #loc > 0 and '"location":[' .. concat(loc, ",") .. '],' or ""
+    out[i] = '{' .. at .. '"severity":' .. json_encode(v.severity or "Error")
       .. ',"code":' .. json_encode(v.code or "") .. ',"message":' .. json_encode(v.message or "") .. "}"
   end
   return "[" .. concat(out, ",") .. "]"
