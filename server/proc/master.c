@@ -805,10 +805,13 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   *strrchr(m.root, '/') = '\0';
   if (cfg->mock_dir != NULL || cfg->json_db != NULL || cfg->openapi_mock) {
     /* The files to watch are the mock's, not the library's: those under
-     * --mock's directory and the directories holding --json-db's and
-     * --openapi's files, so under the deepest directory holding them
-     * all. */
-    const char *sources[] = {cfg->mock_dir, cfg->json_db,
+     * --mock's directory (else the directory holding --json-db's file;
+     * with --mock, a --json-db file outside its directory is not watched,
+     * so that the database's own writes do not reload it) and the
+     * directory holding --openapi's document, so under the deepest
+     * directory holding them. */
+    const char *sources[] = {cfg->mock_dir,
+                             cfg->mock_dir == NULL ? cfg->json_db : NULL,
                              cfg->openapi_mock ? cfg->openapi : NULL};
     bool first = true;
     for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
