@@ -36,11 +36,21 @@ local json = require("moonport.json")
 local json_encode, json_decode = json.encode, json.decode
 local model = require("moonport.mock.model")
 local match = require("moonport.mock.match")
-local template = require("moonport.mock.template")
-local record = require("moonport.mock.record")
-local webhook = require("moonport.mock.webhook")
-local diff = require("moonport.mock.diff")
-local store = require("moonport.mock.store")
+-- Modules only some mocks need (templates, recording, webhooks, the 404
+-- report, Redis) load on first use, so that a mock that does without them
+-- (an OpenAPI document alone, plain stubs) starts sooner.
+local function on_first_use(name)
+  return setmetatable({}, { __index = function(proxy, key)
+    local m = require(name)
+    setmetatable(proxy, { __index = m })
+    return m[key]
+  end })
+end
+local template = on_first_use("moonport.mock.template")
+local record = on_first_use("moonport.mock.record")
+local webhook = on_first_use("moonport.mock.webhook")
+local diff = on_first_use("moonport.mock.diff")
+local store = on_first_use("moonport.mock.store")
 local core_request = require("moonport.core.request")
 local header_fields, put_header_lines = core_request.header_fields, core_request.put_header_lines
 local runner = require("moonport.core.runner")
@@ -1160,7 +1170,8 @@ end
 -- bytes or over 10 KiB, as WireMock's recorder writes them; the reload
 -- that follows serves it. A request recorded before is not again.
 function record_exchange(self, req, facts, stub, proxied)
-  local spec = self.record_defaults
+  local spec = self.record_defaults or record.spec({})
+  self.record_defaults = spec
   local mapping, key = record.mapping(journal_read(journal_text(req, facts, stub, proxied.status, proxied, true)), spec)
   local claim = KEY_RECORDED .. record.digest(key)
   local ok, err = state:add(claim, true)
@@ -2342,7 +2353,6 @@ function mock.app(opts)
   -- Where bodyFileName is read and recordings are written.
   self.root = self.settings.dir or "."
   self.files_dir = self.root .. "/__files"
-  self.record_defaults = record.spec({})
   -- The counters exist from the start, so that moving them never needs
   -- room the state store might not have.
   if not remote then
