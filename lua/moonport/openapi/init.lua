@@ -189,9 +189,19 @@ function openapi.load(path)
   if doc == nil then error(tostring(err), 0) end
   for _, f in ipairs(doc.files or {}) do core.track_file(f) end
   report_warnings(path, doc.warnings)
+  -- Request checks: every operation's compiled where the app is checked
+  -- (the master's check before workers start or reload, and --check),
+  -- so that a schema that cannot compile fails the load there; a worker
+  -- compiles an operation's on its first request, and starts sooner.
   local request = require("moonport.openapi.request")
-  local checks = {}
-  for _, op in ipairs(doc.operations) do checks[op] = request.compile(op, doc) end
+  local checks = setmetatable({}, { __index = function(t, op)
+    local check = request.compile(op, doc)
+    t[op] = check
+    return check
+  end })
+  if worker.id() == nil then
+    for _, op in ipairs(doc.operations) do local _ = checks[op] end
+  end
   c = { doc = doc, checks = checks, path = path }
   compiled[path] = c
   return c
