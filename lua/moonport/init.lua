@@ -234,6 +234,7 @@ moonport.sleep = core.sleep
 moonport.log = core.log
 moonport.shared = core.shared
 moonport.json = require("moonport.json")
+moonport.yaml = require("moonport.yaml")
 
 --- The null value: SQL NULL from moonport.pg, JSON null in moonport.json,
 -- ngx.null; `res:json` writes it as null.

@@ -41,6 +41,7 @@
 #include "heap.h"
 #include "log.h"
 #include "json.h"
+#include "yaml_module.h"
 #include "request.h"
 #include "router.h"
 #include "static.h"
@@ -403,6 +404,7 @@ mp_vm *mp_vm_open(const mp_vm_host *host, const char *app, char *err,
   vm->heap.limit = cfg->load_memory_limit;
   luaL_openlibs(vm->L);
   mp_lua_json_preload(vm->L);
+  mp_lua_yaml_preload(vm->L);
   set_path(vm->L, app);
   int rc = load_app(vm, app, err, errlen);
   mp_charge_switch(was);

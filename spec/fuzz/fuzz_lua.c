@@ -1,7 +1,8 @@
 /*
  * The libFuzzer driver of the Lua-facing targets (fuzz_json,
- * fuzz_jsonpath, fuzz_template): one LuaJIT state, made once, with the
- * moonport.json module compiled in and lua/ on package.path, runs the
+ * fuzz_jsonpath, fuzz_template, fuzz_yaml): one LuaJIT state, made once,
+ * with the moonport.json module (and, for fuzz_yaml, FUZZ_YAML,
+ * moonport.yaml) compiled in and lua/ on package.path, runs the
  * target's script (FUZZ_SCRIPT). The script returns a function; every
  * input is given to it as a string in a protected call, and a Lua error
  * out of it is a failed invariant: the message and traceback are printed
@@ -31,6 +32,9 @@
 #include <lualib.h>
 
 #include "json.h"
+#ifdef FUZZ_YAML
+#include "yaml_module.h"
+#endif
 
 #define MEMORY_LIMIT (256u << 20)
 #define BUDGET 50000000L /* instructions per input */
@@ -101,6 +105,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   }
   luaL_openlibs(L);
   mp_lua_json_preload(L);
+#ifdef FUZZ_YAML
+  mp_lua_yaml_preload(L);
+#endif
   lua_pushcfunction(L, traceback);
   if (luaL_loadstring(L,
                       "local dir = ...\n"

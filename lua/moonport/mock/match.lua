@@ -31,7 +31,7 @@ local json = require("moonport.json")
 local jsonpath = require("moonport.mock.jsonpath")
 local model = require("moonport.mock.model")
 local dates = require("moonport.mock.dates")
-local jsonschema = require("moonport.mock.jsonschema")
+local jsonschema = require("moonport.jsonschema")
 
 local type, pairs, ipairs, tostring, tonumber = type, pairs, ipairs, tostring, tonumber
 local find, lower, sub, gsub, char = string.find, string.lower, string.sub, string.gsub, string.char
@@ -103,9 +103,22 @@ local function schema_matcher(m, what)
     if not ok then return nil, what .. ": matchesJsonSchema: " .. tostring(text) end
     schema = json.decode(text)
   end
-  local version = m.schema_version ~= nil and tostring(m.schema_version) or nil
-  local validate, err = jsonschema.compile(schema, version)
-  if not validate then return nil, what .. ": matchesJsonSchema: " .. err end
+  local version = m.schema_version ~= nil and tostring(m.schema_version) or "V202012"
+  local draft = jsonschema.versions[version]
+  if draft == nil then
+    return nil, ("%s: matchesJsonSchema: schemaVersion %s is not one of V4, V6, V7, V201909, V202012")
+      :format(what, version)
+  end
+  local v, err = jsonschema.compile(schema, { dialect = draft })
+  if not v then return nil, what .. ": matchesJsonSchema: " .. err end
+  -- WireMock's answer: matched, or not and where and why (the first of
+  -- the errors, which are only gathered for a value that fails).
+  local function validate(value)
+    if v.valid(value) then return true end
+    local e = v.errors(value)[1]
+    if e == nil then return false, "", "does not match" end
+    return false, jsonschema.pointer(e.path), e.message
+  end
   local size = jsonschema.size(schema)
   local function check(v)
     if v == nil then return false, nil, "absent" end
