@@ -22,7 +22,7 @@ function M.render(t)
     if c.dynamic then dynamic = dynamic + 1 end
   end
   local out = {
-    "#### Differences from Prism",
+    "### Differences from Prism",
     "",
     "`spec/compat/prism_diff_spec.lua` runs every case of",
     "`spec/compat/prism_cases.lua` (" .. #t.cases .. " cases) against the real Prism CLI",
