@@ -265,4 +265,16 @@ moonport.url = require("moonport.url")
 -- @usage local uid = moonport.cookie.verify(req:cookie("uid"), secret)
 moonport.cookie = require("moonport.cookie")
 
+--- OpenAPI documents as mocks and validators (lua/moonport/openapi/):
+-- loaded on first use, so that apps that do not use it never load the
+-- YAML parser.
+-- @usage app:use(moonport.openapi.validate("openapi.yaml"))
+setmetatable(moonport, { __index = function(t, key)
+  if key == "openapi" then
+    local m = require("moonport.openapi")
+    rawset(t, key, m)
+    return m
+  end
+end })
+
 return moonport

@@ -49,6 +49,13 @@ typedef struct mp_config {
   bool json_read_only;     /* --read-only: only GET is answered */
   unsigned json_delay_ms;  /* --delay MS: before each database answer */
   bool wiremock_404;      /* --wiremock-404: WireMock's page for unmatched requests */
+  /* OpenAPI: */
+  const char *openapi;    /* --openapi FILE: mock the document (with an APP
+                             only for --check: compare the two) */
+  bool openapi_dynamic;   /* --dynamic: random answers from the schemas */
+  const char *openapi_seed; /* --seed N: digits, or NULL */
+  bool openapi_mock;      /* --openapi without an APP: the library's mock
+                             app serves the document (set by the parser) */
   const char *access_log_format; /* --access-log-format: its name */
   bool request_id;        /* --request-id: every request gets an id */
   bool gzip;              /* --gzip: compress what clients accept */
@@ -91,7 +98,8 @@ enum {
 int mp_config_parse(mp_config *cfg, int argc, char **argv);
 
 /* What the server serves, as its messages name it: *what is "--mock ",
- * "--json-db " or "" and *name the directory, the file or the APP. */
+ * "--json-db ", "--openapi " or "" and *name the directory, the file or
+ * the APP. */
 void mp_config_source(const mp_config *cfg, const char **what,
                       const char **name);
 

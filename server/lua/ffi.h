@@ -174,6 +174,13 @@ int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
 /* kind: MP_FAULT_*. */
 int mp_res_fault(uint64_t ctx, int kind);
+/* The header lines the handler set ("Name: value\r\n" each, without
+ * Content-Length) in *out: returns their length, or MP_STATE once the
+ * head has gone out. Valid until the next mp_res_* call. */
+int mp_res_headers(uint64_t ctx, const char **out);
+/* Forgets the header fields and the reason phrase set so far (another
+ * answer takes the response's place). Returns 0 or MP_STATE. */
+int mp_res_reset(uint64_t ctx);
 
 /* ---- Response compression (ffi/compress.c) ---- */
 
@@ -468,6 +475,10 @@ typedef struct mp_mock_config {
   int json_read_only;      /* --read-only */
   int json_delay_ms;       /* --delay MS */
   int wiremock_404;        /* --wiremock-404 */
+  const char *openapi;     /* --openapi FILE when the mock serves it, or NULL */
+  int openapi_dynamic;     /* --dynamic */
+  const char *openapi_seed; /* --seed N (digits), or NULL */
+  int check;               /* --check: loading to check, not to serve */
 } mp_mock_config;
 
 /* Fills *out from the command line. Returns 0. */

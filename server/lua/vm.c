@@ -443,6 +443,43 @@ void mp_vm_close(mp_vm *vm) {
   free(vm);
 }
 
+int mp_vm_call(mp_vm *vm, const char *module, const char *fn,
+               const char *const *args, unsigned nargs, char *err,
+               size_t errlen) {
+  lua_State *L = vm->L;
+  const mp_config *cfg = vm->host->cfg;
+  /* Counted as a load is, against --load-memory-limit. */
+  mp_charge charge = {0};
+  mp_charge *was = mp_charge_switch(&charge);
+  size_t limit = vm->heap.limit;
+  vm->heap.limit = cfg->load_memory_limit;
+  int rc = -1;
+  lua_getglobal(L, "require");
+  lua_pushstring(L, module);
+  if (lua_pcall(L, 1, 1, 0) != 0) goto fail;
+  lua_getfield(L, -1, fn);
+  if (!lua_isfunction(L, -1)) {
+    snprintf(err, errlen, "%s: no function %s", module, fn);
+    goto out;
+  }
+  if (!lua_checkstack(L, (int)nargs + 1)) {
+    snprintf(err, errlen, "%s.%s: too many arguments", module, fn);
+    goto out;
+  }
+  for (unsigned i = 0; i < nargs; i++) lua_pushstring(L, args[i]);
+  if (lua_pcall(L, (int)nargs, 1, 0) != 0) goto fail;
+  rc = lua_isnumber(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+  if (rc < 0) rc = 0;
+  goto out;
+fail:
+  error_line(err, errlen, lua_tostring(L, -1));
+out:
+  lua_settop(L, 0);
+  vm->heap.limit = limit;
+  mp_charge_switch(was);
+  return rc;
+}
+
 mp_router *mp_vm_router(const mp_vm *vm) { return vm->router; }
 
 const mp_static *mp_vm_static(const mp_vm *vm) { return vm->files; }

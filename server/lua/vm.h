@@ -70,6 +70,16 @@ const char *mp_vm_library_dir(const char **why);
  * NULL when the library was not found. */
 const char *mp_vm_compat_dir(void);
 
+/* Calls require(module)[fn](args[0], ..., args[nargs - 1]) in the VM's
+ * state, outside any request (its memory counted against
+ * --load-memory-limit), and returns the number it returns (0 when it
+ * returns none, or a negative one), or -1 with one line in err when it
+ * raises. The state's stack is left empty. Runs Lua; for commands such as
+ * --check, not for a serving worker. */
+int mp_vm_call(mp_vm *vm, const char *module, const char *fn,
+               const char *const *args, unsigned nargs, char *err,
+               size_t errlen);
+
 /* The router built from this VM's app. */
 mp_router *mp_vm_router(const mp_vm *vm);
 

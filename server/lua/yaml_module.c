@@ -305,12 +305,14 @@ static int decode(lua_State *L) {
   lua_settop(L, 1);
   parser *y = lua_newuserdata(L, sizeof *y);
   memset(y, 0, sizeof *y);
+  /* The metatable (its __gc frees the parser when an error leaves it
+   * initialized) goes on the userdata, before anything is pushed above. */
+  lua_pushvalue(L, lua_upvalueindex(UV_PARSER_MT));
+  lua_setmetatable(L, -2);
   if (key_order) {
     lua_newtable(L);
     y->orders = lua_gettop(L);
   }
-  lua_pushvalue(L, lua_upvalueindex(UV_PARSER_MT));
-  lua_setmetatable(L, -2);
   if (!yaml_parser_initialize(&y->p)) return luaL_error(L, "out of memory");
   y->ready = 1;
   yaml_parser_set_input_string(&y->p, (const unsigned char *)text, len);

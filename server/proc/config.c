@@ -203,6 +203,18 @@ static const option options[] = {
     {"--delay", OPT_COUNT, "MS", COUNT(json_delay_ms), "0", 0, 3600000,
      NULL, "with --json-db: wait MS milliseconds before each answer of the "
      "database"},
+    /* OpenAPI (lua/moonport/openapi/). */
+    {"--openapi", OPT_FILE, "FILE", TEXT(openapi), NULL, 0, 0, "a file",
+     "mock the OpenAPI 3.0 or 3.1 document FILE (YAML or JSON) as Prism "
+     "does: routes, examples, request validation; with --mock, below its "
+     "stubs; instead of an APP (with an APP and --check: compare them)"},
+    {"--dynamic", OPT_SET, NULL, FLAG(openapi_dynamic), NULL, 0, 0, NULL,
+     "with --openapi: answer with random data valid against the schemas "
+     "instead of the examples"},
+    {"--seed", OPT_TEXT, "N", TEXT(openapi_seed), NULL, 0, 0, "a number",
+     "with --openapi: seed the random data of --dynamic and of Prefer: "
+     "dynamic=true (a whole number), so that a run answers the same "
+     "requests alike"},
     {"--wiremock-404", OPT_SET, NULL, FLAG(wiremock_404), NULL, 0, 0, NULL,
      "the mock answers a request no stub matched with WireMock's 404 page "
      "(its diff of the closest stub) instead of moonport's report"},
@@ -283,6 +295,9 @@ void mp_config_source(const mp_config *cfg, const char **what,
   } else if (cfg->json_db != NULL) {
     *what = "--json-db ";
     *name = cfg->json_db;
+  } else if (cfg->openapi_mock) {
+    *what = "--openapi ";
+    *name = cfg->openapi;
   } else {
     *what = "";
     *name = cfg->app;
@@ -320,7 +335,8 @@ static void describe(const option *o, char *left, size_t leftcap, char *text,
 static const char usage_lines[] =
     "usage: moonport [options] APP.lua\n"
     "       moonport [options] --mock DIR\n"
-    "       moonport [options] --json-db FILE\n";
+    "       moonport [options] --json-db FILE\n"
+    "       moonport [options] --openapi FILE\n";
 static const char units_line[] =
     "BYTES takes a k or m suffix (KiB, MiB). SECONDS may have a fraction.";
 
@@ -356,7 +372,8 @@ static const char *const man_before[] = {
     ".PP",
     "It loads \\fIAPP.lua\\fR (with \\fB\\-\\-mock\\fR, its mock "
     "server over a WireMock directory; with \\fB\\-\\-json\\-db\\fR, "
-    "json\\-server's routes over a JSON file), prints one line once every "
+    "json\\-server's routes over a JSON file; with "
+    "\\fB\\-\\-openapi\\fR, a mock of an OpenAPI document), prints one line once every "
     "worker listens, and serves until SIGTERM or SIGINT. A master process "
     "checks the app, starts the workers, replaces a worker that dies and "
     "reloads the app when its files change.",
@@ -383,7 +400,9 @@ static const char *const man_after[] = {
     ".SH EXIT STATUS",
     "0 after serving or a successful \\fB\\-\\-check\\fR; 1 when the "
     "app is missing or broken, the address cannot be used or the Lua "
-    "library is missing; 2 for an unknown option or a bad value.",
+    "library is missing; 2 for an unknown option or a bad value; 3 when "
+    "\\fB\\-\\-check \\-\\-openapi\\fR found operations the app "
+    "does not route or routes the document does not describe.",
     ".SH FILES",
     ".TP",
     ".I PREFIX/share/lua/5.1/moonport/",
@@ -682,7 +701,14 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
             "APP, not both (an APP calls mock.json_db instead)\n");
     return MP_CONFIG_USAGE;
   }
-  if (cfg->app == NULL && cfg->mock_dir == NULL && cfg->json_db == NULL) {
+  if (cfg->app != NULL && cfg->openapi != NULL && !cfg->check) {
+    fprintf(stderr, "moonport: --openapi mocks a document; give it or an "
+            "APP, not both (an APP calls openapi.mock or openapi.validate "
+            "instead; with --check, the two are compared)\n");
+    return MP_CONFIG_USAGE;
+  }
+  if (cfg->app == NULL && cfg->mock_dir == NULL && cfg->json_db == NULL &&
+      cfg->openapi == NULL) {
     fprintf(stderr, "moonport: no APP.lua given (see --help)\n");
     return MP_CONFIG_USAGE;
   }
@@ -699,6 +725,17 @@ int mp_config_parse(mp_config *cfg, int argc, char **argv) {
             "options: give them with --json-db (an APP passes them to "
             "mock.json_db)\n");
     return MP_CONFIG_USAGE;
+  }
+  cfg->openapi_mock = cfg->openapi != NULL && cfg->app == NULL;
+  if (cfg->openapi == NULL && (cfg->openapi_dynamic || cfg->openapi_seed)) {
+    fprintf(stderr, "moonport: --dynamic and --seed go with --openapi\n");
+    return MP_CONFIG_USAGE;
+  }
+  if (cfg->openapi_seed != NULL) {
+    size_t n = strspn(cfg->openapi_seed, "0123456789");
+    if (cfg->openapi_seed[n] != '\0' || n > 15)
+      return bad_value("--seed", cfg->openapi_seed,
+                       "expected a whole number of at most 15 digits");
   }
   if (mp_access_format_named(cfg->access_log_format) < 0) {
     fprintf(stderr, "moonport: --access-log-format %s: not moonport, common, "

@@ -4,7 +4,8 @@
  * master with MP_WORKER_ENV set), the master's check of the app (exec'd
  * with MP_CHECK_ENV set), or a one-off check of the app (--check).
  * The exit status: 0 served or checked, 1 a broken app, an unusable
- * address or a missing Lua library, 2 a usage error.
+ * address or a missing Lua library, 2 a usage error, 3 a --check
+ * --openapi that found the document and the app disagree.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +31,41 @@ static void print_routes(const mp_router *r) {
     printf("%s %s\n", llhttp_method_name((llhttp_method_t)route->method),
            route->pattern);
   }
+}
+
+/* --check --openapi FILE APP: the document's operations against the
+ * app's routes (lua/moonport/openapi/check.lua prints the differences).
+ * Returns the exit status: 0 when they agree, 3 when they differ, 1
+ * when the document does not load. */
+static int compare_openapi(const mp_config *cfg, mp_vm *vm) {
+  const mp_router *r = mp_vm_router(vm);
+  unsigned n = mp_router_count(r);
+  const char **args = calloc(n + 2, sizeof *args);
+  char **names = calloc(n + 1, sizeof *names);
+  int status = 1;
+  if (args == NULL || names == NULL) goto out;
+  args[0] = cfg->openapi;
+  args[1] = cfg->app;
+  for (unsigned i = 0; i < n; i++) {
+    const mp_route *route = mp_router_route(r, i);
+    const char *method = llhttp_method_name((llhttp_method_t)route->method);
+    size_t len = strlen(method) + strlen(route->pattern) + 2;
+    if ((names[i] = malloc(len)) == NULL) goto out;
+    snprintf(names[i], len, "%s %s", method, route->pattern);
+    args[i + 2] = names[i];
+  }
+  char err[1024];
+  int rc = mp_vm_call(vm, "moonport.openapi.check", "compare", args, n + 2,
+                      err, sizeof err);
+  fflush(stdout);
+  if (rc < 0) fprintf(stderr, "%s\n", err);
+  else status = rc == 0 ? 0 : 3;
+out:
+  if (args == NULL || names == NULL) fprintf(stderr, "moonport: out of memory\n");
+  for (unsigned i = 0; names != NULL && i < n; i++) free(names[i]);
+  free(names);
+  free(args);
+  return status;
 }
 
 static char timeout_msg[512];
@@ -67,17 +103,21 @@ static int check(const mp_config *cfg) {
   char err[1024];
   mp_vm *vm = mp_vm_open(&host, cfg->app, err, sizeof err);
   setitimer(ITIMER_REAL, &(struct itimerval){0}, NULL);
+  int status = 1;
   if (vm != NULL) {
     const mp_router *router = mp_vm_router(vm);
     printf("%s%s: ok, %u route%s\n", what, name, mp_router_count(router),
            mp_router_count(router) == 1 ? "" : "s");
     print_routes(router);
+    status = cfg->openapi != NULL && !cfg->openapi_mock
+                 ? compare_openapi(cfg, vm)
+                 : 0;
     mp_vm_close(vm);
   } else {
     fprintf(stderr, "%s\n", err);
   }
   mp_shared_close(shared);
-  return vm != NULL ? 0 : 1;
+  return status;
 }
 
 int main(int argc, char **argv) {
@@ -91,10 +131,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "moonport: cannot find its Lua library: %s\n", why);
     return 1;
   }
-  /* --mock DIR and --json-db FILE run the library's own app, which serves
-   * them. */
+  /* --mock DIR, --json-db FILE and --openapi FILE (without an APP) run
+   * the library's own app, which serves them. */
   static char mock_app[4096];
-  if (cfg.mock_dir != NULL || cfg.json_db != NULL) {
+  if (cfg.mock_dir != NULL || cfg.json_db != NULL || cfg.openapi_mock) {
     snprintf(mock_app, sizeof mock_app, "%s/moonport/mock/server.lua",
              library);
     cfg.app = mock_app;

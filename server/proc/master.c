@@ -729,6 +729,40 @@ static int prepare(master *m) {
   return mp_identity_assume(&id);
 }
 
+/* Widens root (absolute, without a trailing "/": "" is the file
+ * system's root) to hold the directory of path, or path itself when
+ * is_dir; the first call sets it. root becomes the deepest directory
+ * holding both. Returns 0, or -1 with errno set when path's directory
+ * cannot be resolved. */
+static int add_root(char *root, size_t cap, const char *path, bool is_dir,
+                    bool first) {
+  char dir[PATH_MAX], abs[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", path);
+  if (!is_dir) {
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+  }
+  for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--) dir[n - 1] = '\0';
+  if (!mp_watch_abspath(dir, abs, sizeof abs)) return -1;
+  if (first) {
+    snprintf(root, cap, "%s", strcmp(abs, "/") == 0 ? "" : abs);
+    return 0;
+  }
+  /* The common leading directories of root and abs. */
+  size_t i = 0, last = 0;
+  while (root[i] != '\0' && root[i] == abs[i]) {
+    if (root[i] == '/') last = i;
+    i++;
+  }
+  if ((root[i] == '\0' && (abs[i] == '/' || abs[i] == '\0')) ||
+      (abs[i] == '\0' && root[i] == '/'))
+    last = i;
+  root[last] = '\0';
+  return 0;
+}
+
 int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   static master m;
   memset(&m, 0, sizeof m);
@@ -769,24 +803,24 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   }
   memcpy(m.root, m.app_path, sizeof m.root);
   *strrchr(m.root, '/') = '\0';
-  if (cfg->mock_dir != NULL || cfg->json_db != NULL) {
-    /* The files to watch are the directory's (--mock's, else the one
-     * holding --json-db's file), not the library's. */
-    char dir[PATH_MAX];
-    if (cfg->mock_dir != NULL) {
-      snprintf(dir, sizeof dir, "%s", cfg->mock_dir);
-    } else {
-      snprintf(dir, sizeof dir, "%s", cfg->json_db);
-      char *slash = strrchr(dir, '/');
-      if (slash == NULL) snprintf(dir, sizeof dir, ".");
-      else if (slash == dir) dir[1] = '\0';
-      else *slash = '\0';
-    }
-    for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--) dir[n - 1] = '\0';
-    if (!mp_watch_abspath(dir, m.root, sizeof m.root)) {
-      fprintf(stderr, "moonport: %s: cannot open '%s': %s\n",
-              cfg->mock_dir ? "--mock" : "--json-db", dir, strerror(errno));
-      goto done;
+  if (cfg->mock_dir != NULL || cfg->json_db != NULL || cfg->openapi_mock) {
+    /* The files to watch are the mock's, not the library's: those under
+     * --mock's directory and the directories holding --json-db's and
+     * --openapi's files, so under the deepest directory holding them
+     * all. */
+    const char *sources[] = {cfg->mock_dir, cfg->json_db,
+                             cfg->openapi_mock ? cfg->openapi : NULL};
+    bool first = true;
+    for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
+      if (sources[i] == NULL) continue;
+      int bad = add_root(m.root, sizeof m.root, sources[i], i == 0, first);
+      first = false;
+      if (bad != 0) {
+        fprintf(stderr, "moonport: %s: cannot open '%s': %s\n",
+                i == 0 ? "--mock" : i == 1 ? "--json-db" : "--openapi",
+                sources[i], strerror(errno));
+        goto done;
+      }
     }
   }
   if (prepare(&m) != 0) goto done;

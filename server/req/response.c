@@ -103,6 +103,24 @@ static void drop_field(mp_buf *b, const char *lit) {
   }
 }
 
+int mp_response_headers(mp_request *r, const char **out, size_t *len) {
+  if (r->res != MP_RES_NEW) return MP_STATE;
+  *out = r->headers.data;
+  *len = r->headers.len;
+  return 0;
+}
+
+int mp_response_reset(mp_request *r) {
+  if (r->res != MP_RES_NEW) return MP_STATE;
+  r->headers.len = 0;
+  r->reason_len = 0;
+  r->type_set = false;
+  r->server_set = false;
+  r->length_set = false;
+  r->declared = 0;
+  return 0;
+}
+
 int mp_response_header(mp_request *r, const char *name, size_t nlen,
                        const char *value, size_t vlen) {
   if (r->res != MP_RES_NEW) return MP_STATE;

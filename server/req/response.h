@@ -23,6 +23,14 @@ int mp_response_status(mp_request *r, int status);
 int mp_response_reason(mp_request *r, const char *text, size_t len);
 int mp_response_header(mp_request *r, const char *name, size_t nlen,
                        const char *value, size_t vlen);
+/* The header lines set so far ("Name: value\r\n" each; not
+ * Content-Length), in *out and its length, valid until the next call that
+ * changes the response. Returns MP_STATE once the head has gone out. */
+int mp_response_headers(mp_request *r, const char **out, size_t *len);
+/* Forgets the header fields and the reason phrase set so far, so that
+ * another answer can take the response's place (a validator's 500).
+ * Returns 0, or MP_STATE once the response has begun. */
+int mp_response_reset(mp_request *r);
 /* The whole body; content_type is used unless the handler set one. */
 int mp_response_send(mp_request *r, const char *body, size_t len,
                      const char *content_type);

@@ -30,7 +30,8 @@ static const struct field {
     F(handler_timeout_ms), F(shared_size), F(mock_state_size),
     F(journal_memory), F(mock_dir), F(cors), F(admin_cors), F(admin_hosts), F(proxy_all), F(json_db), F(json_routes), F(json_static), F(json_id), F(json_fks),
     F(json_read_only), F(json_delay_ms), F(mock_store), F(record_mappings),
-    F(wiremock_404), F(access_log_format), F(request_id), F(gzip),
+    F(wiremock_404), F(openapi), F(openapi_dynamic), F(openapi_seed),
+    F(openapi_mock), F(access_log_format), F(request_id), F(gzip),
     F(journal_size), F(watch), F(watch_delay_ms), F(request_memory_limit),
     F(load_timeout_ms), F(load_memory_limit), F(write_high_water),
     F(idle_timeout_ms), F(shutdown_timeout_ms), F(header_timeout_ms),
@@ -157,6 +158,9 @@ static const setting settings[] = {
     {"--admin-host", "a.test", "admin_hosts", 0, "a.test"},
     {"--proxy-all", "http://api.test", "proxy_all", 0, "http://api.test"},
     {"--json-db", "db.json", "json_db", 0, "db.json"},
+    {"--openapi", "api.yaml", "openapi", 0, "api.yaml"},
+    {"--dynamic", NULL, "openapi_dynamic", 1, NULL},
+    {"--seed", "42", "openapi_seed", 0, "42"},
     {"--mock-store", "redis://r:6379", "mock_store", 0, "redis://r:6379"},
     {"--routes", "routes.json", "json_routes", 0, "routes.json"},
     {"--static", "pub", "json_static", 0, "pub"},
@@ -242,6 +246,18 @@ static void test_each_option_sets_its_field_only(void) {
       /* --mock and --json-db take the place of APP. */
       rc = PARSE(&got, s->option, s->value);
       want.app = NULL;
+    } else if (strcmp(s->option, "--openapi") == 0) {
+      /* --openapi takes the place of APP: the mock app serves it. */
+      rc = PARSE(&got, s->option, s->value);
+      want.app = NULL;
+      want.openapi_mock = true;
+    } else if (strncmp(s->field, "openapi_", 8) == 0) {
+      /* --dynamic and --seed go with --openapi. */
+      rc = s->value ? PARSE(&got, "--openapi", "d.yaml", s->option, s->value)
+                    : PARSE(&got, "--openapi", "d.yaml", s->option);
+      want.app = NULL;
+      want.openapi = got.openapi;
+      want.openapi_mock = true;
     } else if (strncmp(s->field, "json_", 5) == 0 && strcmp(s->field, "json_db") != 0) {
       /* json-server's options go with --json-db. */
       rc = s->value ? PARSE(&got, "--json-db", "d.json", s->option, s->value)
@@ -501,6 +517,23 @@ static void test_special_values(void) {
   CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "--routes", "r.json"), MP_CONFIG_USAGE);
   CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "--json-db", "db.json", "--routes", "r.json"),
                MP_CONFIG_RUN);
+  /* --openapi: instead of an APP, but beside one for --check. */
+  CHECK_EQ_INT(PARSE(&cfg, "--openapi", "a.yaml", "app.lua"), MP_CONFIG_USAGE);
+  CHECK(strstr(output, "openapi.mock") != NULL);
+  CHECK_EQ_INT(PARSE(&cfg, "--check", "--openapi", "a.yaml", "app.lua"), MP_CONFIG_RUN);
+  CHECK(!cfg.openapi_mock && strcmp(cfg.app, "app.lua") == 0);
+  CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "--openapi", "a.yaml"), MP_CONFIG_RUN);
+  CHECK(cfg.openapi_mock);
+  /* --dynamic and --seed need --openapi; a seed is a whole number. */
+  CHECK_EQ_INT(PARSE(&cfg, "--dynamic", "app.lua"), MP_CONFIG_USAGE);
+  CHECK(strcmp(output, "moonport: --dynamic and --seed go with --openapi\n") == 0);
+  CHECK_EQ_INT(PARSE(&cfg, "--mock", "d", "--seed", "1"), MP_CONFIG_USAGE);
+  CHECK_EQ_INT(PARSE(&cfg, "--openapi", "a.yaml", "--seed", "x1"), MP_CONFIG_USAGE);
+  CHECK(strcmp(output, "moonport: --seed: invalid value 'x1': expected a whole "
+               "number of at most 15 digits\n") == 0);
+  CHECK_EQ_INT(PARSE(&cfg, "--openapi", "a.yaml", "--seed", "1234567890123456"),
+               MP_CONFIG_USAGE);
+  CHECK_EQ_INT(PARSE(&cfg, "--openapi", "a.yaml", "--seed", "0"), MP_CONFIG_RUN);
 }
 
 /* --metrics-allow: repeatable ranges, IPv4 and IPv6, matched against

@@ -79,13 +79,15 @@ end
 
 -- Values kept for a request, in tables keyed by its req, for as long as its
 -- handler runs: its body read whole, its on_abort functions, its params and
--- ctx tables, and what the ngx compatibility module keeps for it (its
--- status, headers set, ngx.ctx). base.forget drops them all when the
+-- ctx tables, what the ngx compatibility module keeps for it (its
+-- status, headers set, ngx.ctx), and the function that holds its response
+-- for a check before it goes out (core/response.lua's response.hold:
+-- moonport.openapi.validate). base.forget drops them all when the
 -- handler returns (core.run) or ends without returning (server/lua/vm.c
 -- calls core.forget). base.keep adds them.
-local bodies, aborts, params, ctxs, ngxs = {}, {}, {}, {}, {}
+local bodies, aborts, params, ctxs, ngxs, holds = {}, {}, {}, {}, {}, {}
 base.kept = { bodies = bodies, aborts = aborts, params = params, ctx = ctxs,
-              ngx = ngxs }
+              ngx = ngxs, holds = holds }
 
 --- Keeps value in t (one of base.kept) for req. Returns value, or nil and
 -- MP_BAD_CONTEXT once req's handler has returned: nothing would drop it.
@@ -107,6 +109,7 @@ function base.forget(req)
   if params[req] ~= nil then params[req] = nil end
   if ctxs[req] ~= nil then ctxs[req] = nil end
   if ngxs[req] ~= nil then ngxs[req] = nil end
+  if holds[req] ~= nil then holds[req] = nil end
 end
 
 -- The output buffer of the FFI calls that write a result for Lua to copy

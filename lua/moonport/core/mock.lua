@@ -22,6 +22,10 @@ typedef struct mp_mock_config {
   int json_read_only;
   int json_delay_ms;
   int wiremock_404;
+  const char *openapi;
+  int openapi_dynamic;
+  const char *openapi_seed;
+  int check;
 } mp_mock_config;
 int mp_mock_settings(mp_mock_config *out);
 ]]
@@ -44,7 +48,10 @@ end
 -- store = --mock-store or nil, wiremock_404 = --wiremock-404, and
 -- json-server's options: json_routes = --routes, json_static = --static,
 -- json_id = --id, json_fks = --foreign-key-suffix (each nil when not
--- given), json_read_only = --read-only, json_delay = --delay (ms) }.
+-- given), json_read_only = --read-only, json_delay = --delay (ms),
+-- openapi = --openapi FILE (nil without it, or when an APP is given),
+-- openapi_dynamic = --dynamic, openapi_seed = --seed as a number or nil,
+-- check = --check (the load is a check: nothing will be served) }.
 -- @usage local settings = core.mock_settings()
 function mock.settings()
   local cfg = ffi.new("mp_mock_config")
@@ -58,7 +65,10 @@ function mock.settings()
            json_routes = opt_string(cfg.json_routes), json_static = opt_string(cfg.json_static),
            json_id = opt_string(cfg.json_id), json_fks = opt_string(cfg.json_fks),
            json_read_only = cfg.json_read_only ~= 0, json_delay = cfg.json_delay_ms,
-           wiremock_404 = cfg.wiremock_404 ~= 0 }
+           wiremock_404 = cfg.wiremock_404 ~= 0,
+           openapi = opt_string(cfg.openapi), openapi_dynamic = cfg.openapi_dynamic ~= 0,
+           openapi_seed = tonumber(opt_string(cfg.openapi_seed)),
+           check = cfg.check ~= 0 }
 end
 
 return mock

@@ -19,6 +19,8 @@ int mp_res_send(uint64_t ctx, const char *body, size_t len,
 int mp_res_write(uint64_t ctx, const char *data, size_t len);
 int mp_res_finish(uint64_t ctx);
 int mp_res_fault(uint64_t ctx, int kind);
+int mp_res_headers(uint64_t ctx, const char **out);
+int mp_res_reset(uint64_t ctx);
 ]]
 
 local C = ffi.C
@@ -42,6 +44,66 @@ local type, tostring, error, pcall = type, tostring, error, pcall
 local json_encode_buffer = json._encode_buffer
 local fail, check_self = base.fail, base.check_self
 local suspend, pass_turn = runner.suspend, runner.pass_turn
+
+-- Held responses -----------------------------------------------------------
+-- A middleware may hold a request's response to check it before it goes
+-- out (moonport.openapi.validate): response.hold(req, fn) keeps fn, which
+-- the first whole body the handler sends (res:send, res:json, res:html,
+-- res:redirect) goes to instead of the core, as fn(res, body, len, json)
+-- (body a string, or the char pointer of moonport.json's buffer for
+-- res:json); fn sends it (response.send_raw) or something else, and
+-- returns what mp_res_send would. A streamed body's first res:write calls
+-- fn(res, nil, 0, 0) (the head alone, nothing sent), and a handler that
+-- returns without sending fn(res, nil, -1, 0) (core/runner.lua). Only
+-- once an app has held a response does a send look: others pay one test.
+local holds = base.kept.holds
+local holding = false
+
+local function send_body(self, body, len, is_json)
+  if holding then
+    local h = holds[self - 1]
+    if h ~= nil then
+      holds[self - 1] = nil
+      return h(self, body, len, is_json)
+    end
+  end
+  return mp_res_send(self, body, len, is_json)
+end
+
+local response = {}
+
+--- Holds req's response for fn (see above); raises once the handler
+-- has returned.
+-- @usage response.hold(req, function(res, body, len, json) ... end)
+function response.hold(req, fn)
+  holding = true
+  local ok, rc = base.keep(holds, req, fn)
+  if not ok then fail(rc, "response.hold") end
+end
+
+--- Sends a whole body past any hold: mp_res_send's return code.
+-- @usage local rc = response.send_raw(res, body, #body, 0)
+function response.send_raw(res, body, len, is_json)
+  return mp_res_send(res, body, len, is_json)
+end
+
+local lines_out = ffi.new("const char *[1]")
+
+--- The header lines set so far ("Name: value\r\n" each, without
+-- Content-Length) as one string, or nil once the head has gone out.
+-- @usage local lines = response.header_lines(res)
+function response.header_lines(res)
+  local n = C.mp_res_headers(res, lines_out)
+  if n < 0 then return nil end
+  return ffi.string(lines_out[0], n)
+end
+
+--- Forgets the header fields and reason set so far: returns true, or
+-- false once the response has begun.
+-- @usage if response.reset(res) then res:status(500):json(problem) end
+function response.reset(res)
+  return C.mp_res_reset(res) == 0
+end
 
 local Res = {}
 
@@ -94,7 +156,7 @@ function Res:send(body)
   if body == nil then body = "" end
   if type(body) == "number" then body = tostring(body) end
   if type(body) ~= "string" then error("res:send: body must be a string", 2) end
-  local rc = mp_res_send(self, body, #body, 0)
+  local rc = send_body(self, body, #body, 0)
   if rc ~= 0 then fail(rc, "res:send") end
   return self
 end
@@ -120,7 +182,7 @@ function Res:json(value, status)
     if rc == MP_INVALID then error("res:json: status must be an integer, 200..599", 2) end
     if rc ~= 0 then fail(rc, "res:json") end
   end
-  local rc = mp_res_send(self, body, len, 1)
+  local rc = send_body(self, body, len, 1)
   if rc ~= 0 then fail(rc, "res:json") end
   return self
 end
@@ -134,6 +196,13 @@ function Res:write(chunk)
   check_self(self, "res:write")
   if type(chunk) == "number" then chunk = tostring(chunk) end
   if type(chunk) ~= "string" then error("res:write: chunk must be a string", 2) end
+  if holding then
+    local h = holds[self - 1]
+    if h ~= nil then
+      holds[self - 1] = nil
+      h(self, nil, 0, 0)
+    end
+  end
   local rc = mp_res_write(self, chunk, #chunk)
   if rc == 0 then return self end
   if rc == MP_AGAIN then
@@ -269,7 +338,7 @@ function Res:html(text, status)
   end
   rc = mp_res_header(self, "Content-Type", 12, HTML, #HTML)
   if rc ~= 0 then fail(rc, "res:html") end
-  rc = mp_res_send(self, text, #text, 0)
+  rc = send_body(self, text, #text, 0)
   if rc ~= 0 then fail(rc, "res:html") end
   return self
 end
@@ -307,7 +376,7 @@ function Res:redirect(url, status)
   rc = mp_res_header(self, "Location", 8, location, #location)
   if rc ~= 0 then fail(rc, "res:redirect") end
   local body = "Redirecting to " .. location .. "\n"
-  rc = mp_res_send(self, body, #body, 0)
+  rc = send_body(self, body, #body, 0)
   if rc ~= 0 then fail(rc, "res:redirect") end
   return self
 end
@@ -320,4 +389,5 @@ end
 -- @usage return res:send_file("public/report.pdf")
 Res.send_file = require("moonport.core.static").send_file
 
-return { methods = Res }
+response.methods = Res
+return response

@@ -63,6 +63,7 @@ runner.on_error = on_error
 
 -- The on_abort functions of each request whose handler runs.
 local aborts = base.kept.aborts
+local holds = base.kept.holds
 
 --- Runs one on_abort function, protected: its error is logged.
 local function run_abort(fn)
@@ -181,6 +182,14 @@ function runner.run(handler, req, res)
     local ok, err = xpcall(handler, on_error, req, res)
     if not ok and err == EXIT then ok, err = true, nil end
     if ok and mp_task_children() > 0 then join() end
+    -- A response held for a check (core/response.lua) that the handler
+    -- never sent a body for is checked now, before the core answers.
+    if ok and holds[req] ~= nil then
+      local h = holds[req]
+      holds[req] = nil
+      ok, err = xpcall(h, on_error, res, nil, -1, 0)
+      if not ok and err == EXIT then ok, err = true, nil end
+    end
     forget(req)
     handler, req, res = yield(DONE, ok, err)
   end

@@ -1249,6 +1249,16 @@ local function serve(self, req, res)
   if req:header("content-length") or req:header("transfer-encoding") then facts:body() else facts.body_text = "" end
   local stub = find_for(self, facts)
   if stub == nil and static_file(self, facts, res) then return end
+  -- Below the stubs and files: what app:fallback added (an OpenAPI
+  -- document), journaled once it has answered, under its own id.
+  local below = self.below
+  if stub == nil and below ~= nil then
+    local status, id = below(req, res)
+    if status ~= nil then
+      if self.settings.journal_size > 0 then log_request(self, req, facts, id and { id = id } or nil, status) end
+      return
+    end
+  end
   if stub == nil then
     if self.settings.journal_size > 0 then log_request(self, req, facts, nil, 404) end
     res:status(404):header("Content-Type", "text/plain; charset=utf-8")
@@ -2395,6 +2405,19 @@ function MockApp:load_dir(dir)
       end
     end
   end
+  return self
+end
+
+--- Serves, below the stubs, what none of them matches (and no file of
+-- DIR/__files answers): fn(req, res) answers and returns the status it
+-- answered and an id the journal gives as the request's stubId (nil:
+-- unmatched), or returns nil to leave the request to the mock's 404.
+-- One function per app; a later call replaces it (moonport.openapi.mock
+-- uses it). Returns the app.
+-- @usage app:fallback(function(req, res) res:status(418):send("tea") return 418 end)
+function MockApp:fallback(fn)
+  if type(fn) ~= "function" then error("app:fallback: fn must be a function", 2) end
+  self.below = fn
   return self
 end
 

@@ -1,6 +1,7 @@
 -- The app `moonport --mock DIR` runs: a mock app serving the WireMock root
--- directory DIR (mappings/, __files/ and *.lua stub scripts), and the
--- json-server database of --json-db FILE.
+-- directory DIR (mappings/, __files/ and *.lua stub scripts), the
+-- json-server database of --json-db FILE, and the OpenAPI document of
+-- --openapi FILE.
 local core = require("moonport.core")
 local mock = require("moonport.mock")
 
@@ -18,6 +19,13 @@ if settings.json_db then
     stubs = settings.dir ~= nil, routes = settings.json_routes, static = static,
     id = settings.json_id, foreign_key_suffix = settings.json_fks,
     read_only = settings.json_read_only, delay = settings.json_delay,
+  })
+end
+-- --openapi: the document answers what no stub (nor file of __files)
+-- matched, as Prism would (moonport.openapi.mock), with --dynamic and --seed.
+if settings.openapi then
+  require("moonport.openapi").mock(app, settings.openapi, {
+    dynamic = settings.openapi_dynamic, seed = settings.openapi_seed,
   })
 end
 -- --proxy-all: below every stub, whatever none matched goes to the API.

@@ -27,5 +27,10 @@ int mp_mock_settings(mp_mock_config *out) {
   out->json_read_only = cfg->json_read_only;
   out->json_delay_ms = (int)cfg->json_delay_ms;
   out->wiremock_404 = cfg->wiremock_404;
+  /* With an APP (--check --openapi), the app is not the mock's. */
+  out->openapi = cfg->openapi_mock ? cfg->openapi : NULL;
+  out->openapi_dynamic = cfg->openapi_dynamic;
+  out->openapi_seed = cfg->openapi_seed;
+  out->check = cfg->check;
   return 0;
 }

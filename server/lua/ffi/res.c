@@ -59,3 +59,17 @@ int mp_res_fault(uint64_t ctx, int kind) {
   LOOKUP(r);
   return mp_response_fault(r, kind);
 }
+
+int mp_res_headers(uint64_t ctx, const char **out) {
+  LOOKUP(r);
+  size_t len = 0;
+  int rc = mp_response_headers(r, out, &len);
+  if (rc != 0) return rc;
+  if (*out == NULL) *out = "";
+  return (int)len;
+}
+
+int mp_res_reset(uint64_t ctx) {
+  LOOKUP(r);
+  return mp_response_reset(r);
+}
