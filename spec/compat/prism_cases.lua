@@ -101,9 +101,13 @@ add { name = "petstore: GET /pets/{petId} takes any string",
 add { name = "petstore: a percent-encoded petId",
       path = "/pets/a%20b", status = 200 }
 add { name = "petstore: a comma in a string path parameter",
-      path = "/pets/1,2", status = 422 }
+      path = "/pets/1,2", status = 422,
+      differs = "Prism 5.14.2 splits every path parameter's value on commas, whatever its style and schema, so `/pets/1,2` breaks a string schema (`must be string`; an array or object path parameter with a comma ends Prism's process); moonport reads a simple-style string parameter as it is",
+      differ_in = { "status", "header:sl-violations", "body" } }
 add { name = "petstore: the servers url's path is not a prefix Prism serves",
-      path = "/v1/pets", status = 404 }
+      path = "/v1/pets", status = 404,
+      differs = "moonport routes the document's paths with and without the path of its `servers` url (`/v1/pets` and `/pets`); Prism 5.14.2 matches `servers` only against a whole URL, and answers `/v1/pets` with 404 NO_PATH_MATCHED_ERROR",
+      differ_in = { "status", "header:Content-Type", "header:x-next", "body" } }
 add { name = "petstore: an unknown path is 404 NO_PATH_MATCHED_ERROR",
       path = "/owners", status = 404 }
 add { name = "petstore: a trailing slash matches /pets/{petId} with an empty petId",
@@ -118,6 +122,13 @@ add { name = "petstore: POST /pets with a valid pet is 201 without a body",
 add { name = "petstore: POST /pets with a charset in the Content-Type",
       method = "POST", path = "/pets", headers = { ["Content-Type"] = "application/json; charset=utf-8" },
       json = { id = 2, name = "Tom" }, status = 201 }
+add { name = "petstore: POST /pets with an Accept: an answer without content has no Content-Type",
+      method = "POST", path = "/pets", headers = { Accept = "application/json" }, json = { id = 4, name = "Ada" },
+      status = 201,
+      note = "without an Accept, Prism sends Content-type: text/plain",
+      differs = "an empty body goes out with moonport's own `Content-Type: text/plain; charset=utf-8`; "
+        .. "Prism sends no Content-Type when the request has an Accept (`text/plain` when it has none)",
+      differ_in = { "header:Content-Type" } }
 add { name = "petstore: POST /pets without the required name",
       method = "POST", path = "/pets", json = { id = 1 }, status = 422 }
 add { name = "petstore: POST /pets with a string id and a numeric name",
@@ -165,7 +176,9 @@ doc("shop")
 add { name = "shop: GET /products is the first named example, with the document's headers",
       path = "/products", status = 200 }
 add { name = "shop: the servers url's path /api",
-      path = "/api/products", status = 404 }
+      path = "/api/products", status = 404,
+      differs = "moonport routes the document's paths with and without the path of its `servers` url (`/v1/pets` and `/pets`); Prism 5.14.2 matches `servers` only against a whole URL, and answers `/v1/pets` with 404 NO_PATH_MATCHED_ERROR",
+      differ_in = { "status", "header:Content-Type", "header:X-Total-Count", "header:X-Rate-Limit", "body" } }
 add { name = "shop: Prefer: example=empty picks the named example",
       path = "/products", headers = { Prefer = "example=empty" }, status = 200 }
 add { name = "shop: Prefer: example of a name the response lacks is 404 NOT_FOUND",
@@ -288,7 +301,9 @@ add { name = "shop: label, not exploded, items joined by dots are one item",
       path = "/batch/.1.2", status = 422 }
 add { name = "shop: a response example that breaks its schema, and a required response header",
       path = "/stock/LMP-0001", status = 200,
-      note = "Prism checks its own answer and lists what is wrong in sl-violations" }
+      note = "Prism checks its own answer and lists what is wrong in sl-violations",
+      differs = "moonport does not check the answers it builds; Prism validates its own answer and lists what breaks the document in `sl-violations` (still with status 200): an example that breaks its schema, or a value json-schema-sampler built without the schema's `pattern`",
+      differ_in = { "header:sl-violations" } }
 add { name = "shop: a path parameter breaking a $ref'd pattern",
       path = "/stock/lamp", status = 422 }
 add { name = "shop: POST /orders with a card payment: 201 with the first example and Location",
@@ -318,12 +333,16 @@ add { name = "shop: POST /orders with a readOnly id in the request",
       json = { id = 5, productId = 1, quantity = 1, payment = { method = "bank", iban = "DE89370400440532013000" } },
       status = 201 }
 add { name = "shop: GET /orders/{orderId}: an Order built from the schema (oneOf: the first branch)",
-      path = "/orders/12", status = 200 }
+      path = "/orders/12", status = 200,
+      differs = "moonport does not check the answers it builds; Prism validates its own answer and lists what breaks the document in `sl-violations` (still with status 200): an example that breaks its schema, or a value json-schema-sampler built without the schema's `pattern`",
+      differ_in = { "header:sl-violations" } }
 add { name = "shop: an orderId that breaks its pattern",
       path = "/orders/abc", status = 422 }
 add { name = "shop: a comma in a string path parameter",
       path = "/orders/1,2", status = 422,
-      note = "Prism splits every path parameter's value on commas, whatever its style and schema" }
+      note = "Prism splits every path parameter's value on commas, whatever its style and schema",
+      differs = "Prism 5.14.2 splits every path parameter's value on commas, whatever its style and schema, so `/pets/1,2` breaks a string schema (`must be string`; an array or object path parameter with a comma ends Prism's process); moonport reads a simple-style string parameter as it is",
+      differ_in = { "body" } }
 add { name = "shop: Prefer: code=404 with an example",
       path = "/orders/12", headers = { Prefer = "code=404" }, status = 404 }
 add { name = "shop: dynamic GET /products ignores the examples",
@@ -377,7 +396,9 @@ add { name = "secure: bearer wanted, basic sent",
 add { name = "secure: basic credentials",
       path = "/basic", headers = { Authorization = BASIC }, status = 200 }
 add { name = "secure: basic with credentials that are not user:password in base64",
-      path = "/basic", headers = { Authorization = "Basic !!!" }, status = 401 }
+      path = "/basic", headers = { Authorization = "Basic !!!" }, status = 401,
+      differs = "moonport's 401 always names a challenge (RFC 9110 requires `WWW-Authenticate` on a 401): when no failed scheme has one (a missing api key, Basic credentials that do not decode to user:password) it names the operation's http schemes; Prism then sends no `WWW-Authenticate` and no `headers` member",
+      differ_in = { "header:WWW-Authenticate", "body" } }
 add { name = "secure: basic missing",
       path = "/basic", status = 401 }
 add { name = "secure: OR: the first alternative",
@@ -391,7 +412,9 @@ add { name = "secure: AND: both",
 add { name = "secure: AND: only the key",
       path = "/both", headers = { ["X-API-Key"] = "k" }, status = 401 }
 add { name = "secure: AND: only the token",
-      path = "/both", headers = { Authorization = BEARER }, status = 401 }
+      path = "/both", headers = { Authorization = BEARER }, status = 401,
+      differs = "moonport's 401 always names a challenge (RFC 9110 requires `WWW-Authenticate` on a 401): when no failed scheme has one (a missing api key, Basic credentials that do not decode to user:password) it names the operation's http schemes; Prism then sends no `WWW-Authenticate` and no `headers` member",
+      differ_in = { "header:WWW-Authenticate", "body" } }
 add { name = "secure: OR of AND: the single alternative",
       path = "/mixed?api_key=k", status = 200 }
 add { name = "secure: OR of AND: the combined alternative",
