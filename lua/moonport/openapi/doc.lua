@@ -344,21 +344,29 @@ local function matches(route, path)
   return true
 end
 
+-- The params of a route without templates: one empty table, read-only,
+-- so that routing a fixed path allocates nothing.
+local NO_PARAMS = setmetatable({}, { __newindex = function()
+  error("the params of a path without templates are read-only", 2)
+end })
+
 -- The params of a path that matched route.
 local function params_of(route, path)
-  local params = {}
+  local params
   for i = 1, route.n do
     local k = route.kind[i]
     if k == WHOLE then
+      params = params or {}
       params[route.name[i]] = sub(path, seg_s[i], seg_e[i])
     elseif k == MIXED then
+      params = params or {}
       local seg = sub(path, seg_s[i], seg_e[i])
       local caps = { match(seg, "^" .. route.pat[i] .. "$") }
       if #caps == 0 then caps = { match(seg, route.pat[i]) } end
       for j, name in ipairs(route.name[i]) do params[name] = caps[j] end
     end
   end
-  return params
+  return params or NO_PARAMS
 end
 
 -- Routes path (from byte `from`, at a "/") against the buckets: the op,

@@ -39,8 +39,9 @@ local response = require("moonport.core.response")
 local worker = require("moonport.core.worker")
 local crypto = require("moonport.core.crypto")
 
-local type, error, tostring, ipairs, pairs, pcall = type, error, tostring, ipairs, pairs, pcall
+local type, error, tostring, ipairs, pairs, pcall, setmetatable = type, error, tostring, ipairs, pairs, pcall, setmetatable
 local concat, sort = table.concat, table.sort
+local find = string.find
 local json_encode = json.encode
 local log = core.log
 
@@ -53,14 +54,17 @@ local PRISM = "https://stoplight.io/prism/errors#"
 
 -- A list of violations as JSON, the members in Prism's order
 -- (location, severity, code, message); prefix ("request", or nil) goes
--- in front of each location, as Prism writes sl-violations.
+-- in front of each location, as Prism writes sl-violations. A violation
+-- of no place (a required body that is missing) has no location member,
+-- as in Prism's problem bodies.
 local function violations_json(list, prefix)
   local out = {}
   for i, v in ipairs(list) do
     local loc = {}
     if prefix then loc[1] = json_encode(prefix) end
     for _, part in ipairs(v.location or v.path or {}) do loc[#loc + 1] = json_encode(part) end
-    out[i] = '{"location":[' .. concat(loc, ",") .. '],"severity":' .. json_encode(v.severity or "Error")
+    local at = #loc > 0 and '"location":[' .. concat(loc, ",") .. '],' or ""
+    out[i] = '{' .. at .. '"severity":' .. json_encode(v.severity or "Error")
       .. ',"code":' .. json_encode(v.code or "") .. ',"message":' .. json_encode(v.message or "") .. "}"
   end
   return "[" .. concat(out, ",") .. "]"
@@ -209,6 +213,50 @@ local function send_answer(res, answer, extra_header)
   return answer.status
 end
 
+-- Static answers are the same for the same operation, method, Accept and
+-- Prefer fields: each is kept, its body encoded, so that a mock request
+-- does not build and encode it again. At most ANSWERS_PER_OP kinds of
+-- request per operation (distinct Accept and Prefer values); past that,
+-- the operation's store starts over.
+local ANSWERS_PER_OP = 64
+
+local function encoded(answer)
+  if answer.body ~= nil and type(answer.body) ~= "string" then answer.body = json_encode(answer.body) end
+  return answer
+end
+
+-- The kept answer for req to op, the table to keep it in and its key (nil
+-- when req asks for a dynamic answer, which is not kept).
+local function kept_answer(answers, op, req)
+  local prefer = req:header("prefer")
+  if prefer and find(prefer, "dynamic", 1, true) then return nil end
+  local qs = req.query_string
+  if qs and find(qs, "__", 1, true) then return nil end -- Prism's __code, __dynamic, ...
+  local by_op = answers[op]
+  if by_op == nil then
+    by_op = { n = 0 }
+    answers[op] = by_op
+  end
+  local accept = req:header("accept") or ""
+  local by_method = by_op[req.method]
+  local by_accept = by_method and by_method[accept]
+  local key = prefer or ""
+  return by_accept and by_accept[key], by_op, accept, key
+end
+
+local function keep_answer(by_op, method, accept, key, answer)
+  if by_op.n >= ANSWERS_PER_OP then
+    for k in pairs(by_op) do by_op[k] = nil end
+    by_op.n = 0
+  end
+  local by_method = by_op[method]
+  if by_method == nil then by_method = {}; by_op[method] = by_method end
+  local by_accept = by_method[accept]
+  if by_accept == nil then by_accept = {}; by_method[accept] = by_accept end
+  by_accept[key] = answer
+  by_op.n = by_op.n + 1
+end
+
 -- The journal's stub id of a request the document answered: one per
 -- operation ("open", "api" in hex), so /__admin/requests tells which
 -- operation served it.
@@ -247,6 +295,7 @@ function openapi.mock(app, path, opts)
   local seed = opts.seed
   local shared_rng = seed == nil and gen.rng(nil) or nil
   local dynamic = opts.dynamic == true
+  local answers = setmetatable({}, { __mode = "k" }) -- op -> kept static answers
 
   -- Answers req from the document; returns the status and the
   -- operation's journal id (nil when no operation took it).
@@ -261,9 +310,14 @@ function openapi.mock(app, path, opts)
       return problem(res, 404, "NO_PATH_MATCHED_ERROR", "Route not resolved, no path matched",
         ("The route %s hasn't been found in the specification file"):format(req.path))
     end
+    local violations, vstatus = checks[op](req, params)
+    local kept, by_op, accept, key
+    if violations == nil and not dynamic then
+      kept, by_op, accept, key = kept_answer(answers, op, req)
+      if kept then return send_answer(res, kept), ids[op] end
+    end
     -- As Prism's --seed, every generation starts from the seed.
     local gopts = { dynamic = dynamic, rng = shared_rng or gen.rng(seed), seed = seed }
-    local violations, vstatus = checks[op](req, params)
     if violations ~= nil then
       -- A body that does not parse never reaches Prism's mocker: its
       -- server answers 400 itself, whatever the document says.
@@ -278,6 +332,10 @@ function openapi.mock(app, path, opts)
       p = p or { status = 500, type = "NO_RESPONSE_RESPONSE_DEFINED",
                  title = "No response defined for the selected operation" }
       return problem(res, p.status, p.type, p.title, p.detail), ids[op]
+    end
+    if by_op then
+      answer = encoded(answer)
+      keep_answer(by_op, req.method, accept, key, answer)
     end
     return send_answer(res, answer), ids[op]
   end
