@@ -399,7 +399,10 @@ describe("jsonschema", function()
       run(10000)
       local after = collectgarbage("count")
       collectgarbage("restart")
-      assert.equal(before, after)
+      -- Under 0.2 bytes a validation: what a trace compiled late takes
+      -- (the JIT's memory is the state's), not a table or string per
+      -- validation (32 bytes and more each, 320 KiB here).
+      assert.is_true((after - before) * 1024 < 2048, ("%.0f bytes over 10,000 validations"):format((after - before) * 1024))
     end)
   end)
 end)
