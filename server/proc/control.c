@@ -24,8 +24,8 @@ void mp_control_read(mp_control_reader *rd, const char *p, size_t n,
                      void *ud) {
   for (size_t i = 0; i < n; i++) {
     char c = p[i];
-    if (!rd->ready) {
-      /* The first byte says the worker listens, whatever it is. */
+    if (!rd->ready && rd->len == 0 && c == MP_CONTROL_READY) {
+      /* Between messages: the worker listens. */
       rd->ready = true;
       on_message(ud, MP_CONTROL_GOT_READY, NULL);
       continue;

@@ -3,9 +3,9 @@
  * MP_WORKER_CONTROL_FD. No I/O here: messages to bytes and bytes to
  * messages, so the protocol can be tested on strings.
  *
- * Worker to master: one MP_CONTROL_READY byte once it listens, then
- * "F<path>\n" for every file its app loads while serving (the master
- * watches it). Master to worker: MP_CONTROL_RELOAD bytes, each asking for
+ * Worker to master: "F<path>\n" for every file its app loads (the master
+ * watches it), from its first load on, and one MP_CONTROL_READY byte,
+ * between two of those, once it listens. Master to worker: MP_CONTROL_RELOAD bytes, each asking for
  * a load of the app; several read at once mean one load. End of file
  * either way means the other side is gone.
  */

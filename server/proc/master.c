@@ -30,13 +30,19 @@
  * worker that exits is logged and replaced at once, or after a second if it
  * died before listening (so a worker that cannot start does not spin).
  *
- * Loads: the master runs none of the app's code. It has the app checked
- * in a child process (check.c) at startup and on every reload, with
- * --load-timeout and --load-memory-limit, so a script that loops or
- * allocates without end while it loads costs a child, never the master's
- * loop. One check runs at a time: reload requests that arrive meanwhile
- * (saves, SIGHUPs) collapse into one more check after it, and a stop
- * cancels the check in flight.
+ * Loads: the master runs none of the app's code. At startup the first
+ * workers load the app themselves (the first answer comes after one load,
+ * not two): one that fails says why and exits before it listens, which
+ * stops the server; one past --load-timeout is killed by the patrol. Once
+ * they listen, and on every reload, the app is checked in a child process
+ * (check.c), with --load-timeout and --load-memory-limit, so a script
+ * that loops or allocates without end while it loads costs a child,
+ * never the master's loop; the startup check gives the route names and
+ * the banner. One check runs at a time: reload requests that arrive
+ * meanwhile (saves, SIGHUPs) collapse into one more check after it, and
+ * a stop cancels the check in flight. Workers report the files their
+ * first load reads before they listen, so they are watched from the
+ * first answer.
  *
  * Reloads: the master watches the files the app loads (watch.c; workers
  * report files loaded late over their control socket), has changed code
@@ -121,6 +127,7 @@ struct master {
   unsigned nready;
   unsigned nrunning;
   bool started;  /* every first worker said it listens */
+  bool startup_check_due; /* the check in flight is the startup one */
   bool stopping; /* a signal asked to stop */
   int stop_signal; /* the signal that did */
   bool failed;   /* startup failed: exit 1 */
@@ -188,8 +195,11 @@ static void on_worker_exit(uv_process_t *proc, int64_t status, int sig) {
     return;
   }
   if (!m->started) {
-    mp_log(MP_LOG_ERROR, "worker %u (pid %d) %s before it was listening",
-           in->id, proc->pid, how);
+    /* A load that failed was said by the worker (the error, as --check
+     * gives it) or by the patrol (past --load-timeout). */
+    if (!(sig == 0 && status == 1) && !in->killed_stuck)
+      mp_log(MP_LOG_ERROR, "worker %u (pid %d) %s before it was listening",
+             in->id, proc->pid, how);
     m->failed = true;
     m->stopping = true;
     kill_all(m, SIGTERM);
@@ -221,8 +231,25 @@ static void on_control_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 static void on_load_file(void *ud, const char *path);
 static void update_watch(master *m, bool loaded);
 
+/* Says the server is up: the banner, with the routes the startup check
+ * found. */
+static void announce(master *m) {
+  unsigned r = m->nroutes, w = m->cfg->workers;
+  const char *what, *name;
+  mp_config_source(m->cfg, &what, &name);
+  printf("moonport %s listening on http://%s (%u route%s from %s%s, %u "
+         "worker%s)\n",
+         MP_VERSION, m->listeners.addr, r, r == 1 ? "" : "s", what, name, w,
+         w == 1 ? "" : "s");
+  fflush(stdout);
+}
+
+static void start_check(master *m, const char *why);
+
 /* The worker listens: the first byte it sends. Once all of the first
- * workers do, say so. */
+ * workers do, the server serves: the pid file is written, and the app the
+ * workers loaded is checked once more in a child, for its route names
+ * and the files to watch; the banner follows (startup_checked). */
 static void worker_ready(master *m, incarnation *in) {
   in->ready = true;
   m->nready++;
@@ -236,18 +263,12 @@ static void worker_ready(master *m, incarnation *in) {
                m->cfg->pid_file, mp_strerror(rc));
       m->pid_written = rc == 0;
     }
-    unsigned r = m->nroutes, w = m->cfg->workers;
-    const char *what, *name;
-    mp_config_source(m->cfg, &what, &name);
-    printf("moonport %s listening on http://%s (%u route%s from %s%s, %u "
-           "worker%s)\n",
-           MP_VERSION, m->listeners.addr, r, r == 1 ? "" : "s", what, name, w,
-           w == 1 ? "" : "s");
-    fflush(stdout);
     if (mp_upgrade_child_ready())
       mp_log(MP_LOG_INFO, "upgrade: serving; the old master (pid %d) drains",
              (int)getppid());
     mp_release_startup_pages();
+    m->startup_check_due = true;
+    start_check(m, "startup");
   }
 }
 
@@ -372,6 +393,15 @@ static void on_patrol(uv_timer_t *t) {
         now - since < limit)
       continue;
     in->killed_stuck = true;
+    if (loading && !m->started) {
+      /* The first load: what --check says. */
+      const char *what, *name;
+      mp_config_source(m->cfg, &what, &name);
+      fprintf(stderr, "%s: loading took longer than --load-timeout (%.3g s)\n",
+              name, (double)m->cfg->load_timeout_ms / 1000.0);
+      uv_process_kill(&in->proc, SIGKILL);
+      continue;
+    }
     if (loading) {
       mp_log(MP_LOG_ERROR,
              "worker %u (pid %d) has been loading the app (%s) for %.1f s, "
@@ -615,12 +645,15 @@ static void on_checked(void *ud, const mp_check_result *res) {
   m->check = NULL;
   if (res->cancelled || m->stopping) return;
   for (unsigned i = 0; i < res->nfiles; i++) on_load_file(m, res->files[i]);
-  update_watch(m, res->ok);
-  if (!m->started && m->places == NULL) {
+  /* The startup check adds to what the workers said they read (a file a
+   * handler loaded meanwhile included); a reload's replaces it. */
+  update_watch(m, res->ok && !m->startup_check_due);
+  if (m->startup_check_due) {
+    m->startup_check_due = false;
     startup_checked(m, res);
-    return;
+  } else {
+    reload_checked(m, res);
   }
-  reload_checked(m, res);
   /* Saves and SIGHUPs that came while this check ran: one more. */
   if (m->again_why != NULL && !m->stopping) {
     const char *why = m->again_why;
@@ -645,19 +678,26 @@ static void reload(master *m, const char *why) {
 
 static void on_files_changed(void *ud) { reload(ud, "files changed"); }
 
-/* The startup check is in: listen and start the workers, or say why not
- * and stop. */
+/* The startup check is in: the route names the workers' code has (for
+ * the banner and for naming a stuck handler), then the banner. The
+ * workers serve what they loaded whatever it says: a check that fails
+ * where the workers' load did not (an app that reads something that
+ * changed meanwhile) is logged. */
 static void startup_checked(master *m, const mp_check_result *res) {
+  if (!res->ok)
+    mp_log(MP_LOG_ERROR, "the check of the app the workers loaded failed: %s",
+           res->error);
+  else if (keep_route_names(m, res->routes, res->nroutes) != 0)
+    mp_log(MP_LOG_ERROR, "out of memory");
+  announce(m);
+}
+
+/* Listens and starts the first workers, which load the app themselves:
+ * the first answer comes after one load, not two (the startup check runs
+ * once they serve). A worker that cannot load the app says why and exits
+ * before it listens, which stops the server (exit 1). */
+static void start_first_workers(master *m) {
   const mp_config *cfg = m->cfg;
-  if (m->stopping) return;
-  if (!res->ok) {
-    fprintf(stderr, "%s\n", res->error);
-    goto fail;
-  }
-  if (keep_route_names(m, res->routes, res->nroutes) != 0) {
-    fprintf(stderr, "moonport: out of memory\n");
-    goto fail;
-  }
   mp_reload_status *st = mp_shared_reload(m->shared);
   st->generation = 1;
   st->last_ok = 1;
@@ -844,8 +884,7 @@ int mp_master_run(const mp_config *cfg, int argc, char **argv) {
   m.deadline.data = &m;
   uv_timer_init(&m.loop, &m.patrol);
   m.patrol.data = &m;
-  /* Workers start once the app's check is in (startup_checked). */
-  start_check(&m, "startup");
+  start_first_workers(&m);
   uv_run(&m.loop, UV_RUN_DEFAULT);
   status = m.failed ? 1 : 0;
   if (m.stop_signal != 0) mp_log(MP_LOG_INFO, "stopped");

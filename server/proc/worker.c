@@ -194,7 +194,15 @@ static void on_load_file(void *ud, const char *path) {
   mp_worker *w = ud;
   char msg[MP_CONTROL_MAX];
   size_t len = mp_control_file(msg, path);
-  if (w->control.loop == NULL || len == 0) return;
+  if (len == 0) return;
+  if (w->control.loop == NULL) {
+    /* The first load, before the loop reads the socket: the master
+     * watches what the app reads from its first answer on. */
+    ssize_t n;
+    do n = write(MP_WORKER_CONTROL_FD, msg, len);
+    while (n < 0 && errno == EINTR);
+    return;
+  }
   uv_buf_t buf = uv_buf_init(msg, (unsigned)len);
   /* Best effort: a full socket only means this file is not watched. */
   uv_try_write((uv_stream_t *)&w->control, &buf, 1);

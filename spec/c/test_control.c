@@ -61,6 +61,21 @@ static void test_reader_splits(void) {
   }
 }
 
+/* Files the first load read come before the worker listens. */
+static void test_reader_files_first(void) {
+  const char *said = "F/app.lua\nF/lib/x.lua\nRF/late.lua\n";
+  size_t len = strlen(said);
+  for (size_t cut = 0; cut <= len; cut++) {
+    mp_control_reader rd = {0};
+    heard h = {0};
+    mp_control_read(&rd, said, cut, on_message, &h);
+    mp_control_read(&rd, said + cut, len - cut, on_message, &h);
+    CHECK_EQ_INT(h.ready, 1);
+    CHECK_EQ_INT(h.files, 3);
+    CHECK(strcmp(h.last, "/late.lua") == 0);
+  }
+}
+
 static void test_reader_skips(void) {
   mp_control_reader rd = {0};
   heard h = {0};
@@ -74,6 +89,7 @@ int main(void) {
   test_file_message();
   test_reload();
   test_reader_splits();
+  test_reader_files_first();
   test_reader_skips();
   return check_report("control");
 }
