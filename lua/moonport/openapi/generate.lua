@@ -1312,14 +1312,7 @@ local function types_of(s, version)
   return list
 end
 
-local function deep_equal(a, b)
-  if a == b then return true end
-  if type(a) ~= "table" or type(b) ~= "table" then return false end
-  if is_array(a) ~= is_array(b) then return false end
-  for k, v in pairs(a) do if not deep_equal(v, b[k]) then return false end end
-  for k in pairs(b) do if a[k] == nil then return false end end
-  return true
-end
+local deep_equal = jsonschema.equal
 
 local function fake_array(s, ctx)
   local rng = ctx.rng

@@ -187,28 +187,23 @@ end
 -- for a repeated name.
 local function parse_query(qs)
   local t = {}
-  local len, i = #qs, 1
-  while i <= len do
-    local j = find(qs, "&", i, true) or len + 1
-    if j > i then
-      local eq = find(qs, "=", i, true)
-      local name, value
-      if eq and eq < j then
-        name, value = sub(qs, i, eq - 1), url.decode(sub(qs, eq + 1, j - 1), true)
+  for name, value in pairs(url.parse_query(qs)) do
+    local lname = lower(name)
+    local seen = t[lname]
+    if seen == nil and type(value) == "table" then
+      t[lname] = array(value)
+    elseif seen == nil then
+      t[lname] = value
+    else
+      -- The same name in two spellings (LIMIT and limit): one list.
+      local list = type(seen) == "table" and seen or array({ seen })
+      if type(value) == "table" then
+        for _, v in ipairs(value) do list[#list + 1] = v end
       else
-        name, value = sub(qs, i, j - 1), ""
+        list[#list + 1] = value
       end
-      name = lower(url.decode(name, true))
-      local seen = t[name]
-      if seen == nil then
-        t[name] = value
-      elseif type(seen) == "table" then
-        seen[#seen + 1] = value
-      else
-        t[name] = array({ seen, value })
-      end
+      t[lname] = list
     end
-    i = j + 1
   end
   return t
 end
