@@ -82,18 +82,25 @@ request.methods, request.fields = methods, fields
 
 -- Fields --------------------------------------------------------------------
 -- The number metatable's __index tail-calls a field, so that fail blames
--- the handler's line, as it does for methods.
+-- the handler's line, as it does for methods. A field keeps its string in
+-- a local before it returns it: a tail call of ffi.string from a field
+-- returns straight into the metamethod's caller, which a trace started
+-- in the field cannot record (LuaJIT: "NYI: return to lower frame"), and
+-- after a few such aborts LuaJIT blacklists the field, and with it every
+-- trace that reads it (the handler's, the mock's).
 
 local function target(self, which, what)
   local n = mp_req_target(self, which, out)
   if n < 0 then fail(n, what) end
-  return ffi_string(out[0], n)
+  local s = ffi_string(out[0], n)
+  return s
 end
 
 function fields.method(self)
   local n = mp_req_method(self, out)
   if n < 0 then fail(n, "req.method") end
-  return ffi_string(out[0], n)
+  local s = ffi_string(out[0], n)
+  return s
 end
 
 function fields.path(self) return target(self, MP_TARGET_PATH, "req.path") end
@@ -106,7 +113,8 @@ function fields.remote_addr(self)
   local n = mp_req_remote_addr(self, out)
   if n == MP_BAD_CONTEXT then fail(n, "req.remote_addr") end
   if n < 0 then return nil end
-  return ffi_string(out[0], n)
+  local s = ffi_string(out[0], n)
+  return s
 end
 
 -- The request's id: the client's X-Request-Id when it is 1 to 64 bytes of
@@ -116,7 +124,8 @@ end
 function fields.id(self)
   local n = mp_req_id(self, out)
   if n < 0 then fail(n, "req.id") end
-  return ffi_string(out[0], n)
+  local s = ffi_string(out[0], n)
+  return s
 end
 
 -- The decoded path parameters: made on first use, then the same table for
