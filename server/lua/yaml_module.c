@@ -17,7 +17,9 @@
  * strings, as JSON's are (`200:` is the key "200"), so a document reads
  * the same from YAML and from JSON. An alias is the anchored value itself
  * (one table, shared, so a recursive document makes a cycle); the merge
- * key << copies the aliased mapping's entries the mapping does not set.
+ * key << copies the entries the mapping does not set from the mapping (or
+ * each mapping of the sequence) after it; after it anything else, << is
+ * an ordinary key.
  * Only the first document of a stream is read.
  *
  * Invariants:
@@ -226,6 +228,70 @@ static void note_key(lua_State *L, parser *y, int map, int k) {
   lua_pop(L, 1);
 }
 
+/* Whether the value at idx is a mapping: a table without the array
+ * marker. */
+static int is_mapping(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TTABLE) return 0;
+  if (!lua_getmetatable(L, idx)) return 1;
+  int marked = lua_rawequal(L, -1, lua_upvalueindex(UV_ARRAY_MT));
+  lua_pop(L, 1);
+  return !marked;
+}
+
+/* Whether the value at idx can follow the merge key: a mapping, or a
+ * sequence of mappings. Anything else makes << an ordinary key. */
+static int merge_source(lua_State *L, int idx) {
+  if (is_mapping(L, idx)) return 1;
+  if (lua_type(L, idx) != LUA_TTABLE) return 0;
+  int n = (int)lua_objlen(L, idx);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, idx, i);
+    int ok = is_mapping(L, -1);
+    lua_pop(L, 1);
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
+/* [-0, +0, e] Copies the entries of the mapping at from that the mapping
+ * at into does not set (in from's order when keys are ordered). */
+static void merge_mapping(lua_State *L, parser *y, int into, int from) {
+  int top = lua_gettop(L);
+  int keys = 0;
+  if (y->orders != 0) {
+    lua_pushvalue(L, from);
+    lua_rawget(L, y->orders);
+    keys = lua_gettop(L);
+    if (lua_isnil(L, -1)) keys = 0; /* an empty mapping */
+  }
+  int i = 0;
+  lua_pushnil(L);
+  for (;;) {
+    if (keys != 0) {
+      lua_pop(L, 1);
+      lua_rawgeti(L, keys, ++i);
+      if (lua_isnil(L, -1)) break;
+      lua_pushvalue(L, -1);
+      lua_rawget(L, from);
+    } else if (lua_next(L, from) == 0) {
+      break;
+    }
+    lua_pushvalue(L, -2);
+    lua_rawget(L, into);
+    int unset = lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (unset) {
+      note_key(L, y, into, lua_gettop(L) - 1);
+      lua_pushvalue(L, -2);
+      lua_insert(L, -2);
+      lua_rawset(L, into);
+    } else {
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, top);
+}
+
 /* [-(1|2), +0, e] The value on top is done: into its container (a key
  * waits for its value; a value goes in under its key), else it is the
  * document, left where it is. */
@@ -244,41 +310,20 @@ static void put_value(lua_State *L, parser *y, const yaml_mark_t *mark) {
   f->key_ready = 0;
   size_t klen;
   const char *k = lua_tolstring(L, -2, &klen);
-  int merge = klen == 2 && memcmp(k, "<<", 2) == 0 && lua_type(L, -1) == LUA_TTABLE;
-  if (!merge) note_key(L, y, lua_gettop(L) - 2, lua_gettop(L) - 1);
-  if (merge) {
-    /* The merge key: the aliased mapping's entries, where unset (in the
-     * aliased mapping's order when keys are ordered). */
+  int merge = klen == 2 && memcmp(k, "<<", 2) == 0 && merge_source(L, lua_gettop(L));
+  if (!merge) {
+    note_key(L, y, lua_gettop(L) - 2, lua_gettop(L) - 1);
+  } else {
+    /* The merge key: the aliased mapping's entries (of each mapping of a
+     * sequence, the earlier first), where unset. */
     int from = lua_gettop(L), into = from - 2;
-    int keys = 0;
-    if (y->orders != 0) {
-      lua_pushvalue(L, from);
-      lua_rawget(L, y->orders);
-      keys = lua_gettop(L);
-      if (lua_isnil(L, -1)) keys = 0; /* an empty mapping */
-    }
-    int i = 0;
-    lua_pushnil(L);
-    for (;;) {
-      if (keys != 0) {
-        lua_pop(L, 1);
-        lua_rawgeti(L, keys, ++i);
+    if (is_mapping(L, from)) {
+      merge_mapping(L, y, into, from);
+    } else {
+      for (int i = 1;; i++) {
+        lua_rawgeti(L, from, i);
         if (lua_isnil(L, -1)) break;
-        lua_pushvalue(L, -1);
-        lua_rawget(L, from);
-      } else if (lua_next(L, from) == 0) {
-        break;
-      }
-      lua_pushvalue(L, -2);
-      lua_rawget(L, into);
-      int unset = lua_isnil(L, -1);
-      lua_pop(L, 1);
-      if (unset) {
-        note_key(L, y, into, lua_gettop(L) - 1);
-        lua_pushvalue(L, -2);
-        lua_insert(L, -2);
-        lua_rawset(L, into);
-      } else {
+        merge_mapping(L, y, into, lua_gettop(L));
         lua_pop(L, 1);
       }
     }

@@ -66,6 +66,12 @@ date: 2024-01-02
     local v = assert(decode("base: &b {x: 1, y: 2}\nsame: *b\nd:\n  y: 0\n  <<: *b\n  z: 3\n"))
     assert.are.equal(v.base, v.same)
     assert.are.same({ x = 1, y = 0, z = 3 }, v.d)
+    local m = assert(decode("a: &a {x: 1}\nb: &b {x: 2, y: 2}\nc: {<<: [*a, *b], z: 3}\n"))
+    assert.are.same({ x = 1, y = 2, z = 3 }, m.c)
+    -- After << anything but a mapping or a sequence of them, << is a key.
+    local plain = assert(decode("s: &s [2, 3]\nd: {<<: *s}\ne: {<<: 1}\n"))
+    assert.are.same({ 2, 3 }, plain.d["<<"])
+    assert.are.equal(1, plain.e["<<"])
     local cycle = assert(decode("- &a [*a]"))
     assert.are.equal(cycle[1], cycle[1][1])
   end)
