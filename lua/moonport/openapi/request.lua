@@ -90,8 +90,10 @@ local function js_string(v)
 end
 
 -- Prism's violation for one AJV error (validator/validators/utils.js,
--- convertAjvErrors), under prefix ("body", "query", "header", "path").
-local function violation(err, prefix)
+-- convertAjvErrors), under prefix ("body", "query", "header", "path");
+-- context leads the message ("Request" when nil; "Response" for
+-- moonport.openapi.response).
+local function violation(err, prefix, context)
   local path = array({ prefix })
   local names = {}
   for i, k in ipairs(err.path or {}) do
@@ -99,7 +101,7 @@ local function violation(err, prefix)
     path[i + 1] = s
     names[i] = s
   end
-  local desc = "Request " .. prefix .. " "
+  local desc = (context or "Request") .. " " .. prefix .. " "
   if #names > 0 then
     desc = desc .. (prefix == "body" and "property " or "parameter ") .. concat(names, ".") .. " "
   end
@@ -121,6 +123,12 @@ local function violation(err, prefix)
     message = desc .. (err.message or "") .. extra,
   }
 end
+
+--- Prism's violation for one AJV error (jsonschema's errors) under prefix
+-- ("body", "header", ...), its message led by context ("Request" when
+-- nil): { location, severity, code, message }.
+-- @usage local v = oarequest.violation(err, "body", "Response")
+oarequest.violation = violation
 
 -- Splits s on the plain separator sep into an array.
 local function split(s, sep)

@@ -26,7 +26,7 @@ local response = require("moonport.core.response")
 
 local type, tostring, ipairs, pairs, next, concat = type, tostring, ipairs, pairs, next, table.concat
 local lower, find, sub = string.lower, string.find, string.sub
-local json_encode, json_decode = json.encode, json.decode
+local json_decode = json.decode
 local log = core.log
 
 local M = {}
@@ -91,31 +91,12 @@ local function is_json_type(essence)
     or find(essence, "/json", 1, true) ~= nil
 end
 
--- AJV's errors as Prism's violations (convertAjvErrors): a message
--- "Response body property a.b must be integer", the path under prefix.
+-- AJV's errors as Prism's violations (convertAjvErrors), as the request
+-- check writes them: "Response body property a.b must be integer".
+local violation = require("moonport.openapi.request").violation
 local function convert(errors, prefix, context)
   local out = {}
-  for _, e in ipairs(errors) do
-    local parts = {}
-    for i, p in ipairs(e.path or {}) do parts[i] = tostring(p) end
-    local params = e.params or {}
-    local extra = ""
-    if type(params.allowedValues) == "table" then
-      local vals = {}
-      for i, v in ipairs(params.allowedValues) do vals[i] = type(v) == "string" and v or json_encode(v) end
-      extra = ": " .. concat(vals, ", ")
-    end
-    if params.additionalProperty ~= nil then extra = extra .. "; found '" .. tostring(params.additionalProperty) .. "'" end
-    if params.unevaluatedProperty ~= nil then extra = extra .. ": '" .. tostring(params.unevaluatedProperty) .. "'" end
-    local kind = #parts > 0 and (prefix == "body" and "property " or "parameter ") or ""
-    local path = { prefix }
-    for i, p in ipairs(parts) do path[i + 1] = p end
-    out[#out + 1] = {
-      location = path, severity = "Error", code = e.code or "",
-      message = context .. " " .. prefix .. " " .. kind .. concat(parts, ".") .. (#parts > 0 and " " or "")
-        .. tostring(e.message or "") .. extra,
-    }
-  end
+  for i, e in ipairs(errors) do out[i] = violation(e, prefix, context) end
   return out
 end
 M._convert = convert
