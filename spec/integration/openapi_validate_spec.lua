@@ -162,3 +162,49 @@ describe("openapi.validate: misuse", function()
     assert.truthy(err:find("no/such.yaml", 1, true), err)
   end)
 end)
+
+describe("openapi.validate: a head already out", function()
+  -- res:send_file sends its head itself: the check cannot see it, and
+  -- must not judge the header lines it no longer has.
+  local dir = helpers.scratch_dir()
+  helpers.write_file(dir .. "/api.yaml", [[
+openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /file:
+    get:
+      responses:
+        "200":
+          description: ok
+          headers:
+            X-Req: {required: true, schema: {type: string}}
+  /bad:
+    get:
+      responses:
+        "200":
+          description: ok
+          headers:
+            X-Req: {required: true, schema: {type: string}}
+]])
+  helpers.write_file(dir .. "/a.txt", "file body\n")
+  helpers.write_file(dir .. "/app.lua", ([[
+    local app = require("moonport").app()
+    app:use(require("moonport.openapi").validate(%q, { responses = "log" }))
+    app:get("/file", function(req, res) res:header("X-Req", "a"); return res:send_file(%q) end)
+    app:get("/bad", function(req, res) res:send("no header") end)
+    return app
+  ]]):format(dir .. "/api.yaml", dir .. "/a.txt"))
+  local server = support.serve(dir .. "/app.lua")
+  teardown(function() helpers.remove_dir(dir) end)
+
+  it("leaves res:send_file's answer unchecked", function()
+    local status, _, b = req(server.port, "GET", "/file")
+    assert.equal(200, status)
+    assert.equal("file body\n", b)
+    assert.equal(200, (req(server.port, "GET", "/bad")))
+    assert.truthy(helpers.eventually(function()
+      return server:stderr():find("GET /bad %-> 200: the response does not match")
+    end), server:stderr())
+    assert.falsy(server:stderr():find("GET /file", 1, true), server:stderr())
+  end)
+end)

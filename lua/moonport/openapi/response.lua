@@ -28,6 +28,7 @@ local type, tostring, ipairs, pairs, next, concat = type, tostring, ipairs, pair
 local lower, find, sub = string.lower, string.find, string.sub
 local json_decode = json.decode
 local log = core.log
+local ffi_string = require("ffi").string
 
 local M = {}
 
@@ -128,7 +129,8 @@ local function header_table(lines)
 end
 
 --- The violations of a response to op (a list, empty when it conforms):
--- status, the header lines set ("Name: value\r\n" each), its Content-Type
+-- status, the header lines set ("Name: value\r\n" each, or the table
+-- of lower-case names to values they make), its Content-Type
 -- (what goes out), and body (a string; nil when none was sent or it was
 -- streamed). cache keeps compiled schemas.
 -- @usage local violations = response_check.check(op, doc, 200, lines, "application/json", body, {})
@@ -173,7 +175,7 @@ function M.check(op, doc, status, lines, content_type, body, cache)
   end
   local headers = def.headers
   if type(headers) == "table" then
-    local have = header_table(lines)
+    local have = type(lines) == "table" and lines or header_table(lines)
     local names = {}
     for name in pairs(headers) do names[#names + 1] = name end
     table.sort(names)
@@ -230,21 +232,24 @@ function M.holder(c, enforce)
   local cache = {}
   local openapi = require("moonport.openapi")
   return function(res, body, len, is_json)
+    -- A head already out (res:send_file, res:fault) cannot be seen nor
+    -- replaced: it goes unchecked.
+    local lines = response.header_lines(res)
     local req = res - 1
-    local op = doc:route(req.method, req.path)
-    if op == nil then
+    local op = lines and doc:route(req.method, req.path)
+    if not op then
       if body ~= nil then return response.send_raw(res, body, len, is_json) end
       return 0
     end
     local status = res:get_status()
-    local lines = response.header_lines(res) or ""
-    local ct = header_table(lines)["content-type"]
+    local have = header_table(lines)
+    local ct = have["content-type"]
     if ct == nil and body ~= nil then ct = is_json == 1 and "application/json" or "text/plain; charset=utf-8" end
     local text
     if body ~= nil then
-      text = type(body) == "string" and body or require("ffi").string(body, len)
+      text = type(body) == "string" and body or ffi_string(body, len)
     end
-    local violations = M.check(op, doc, status, lines, ct, text, cache)
+    local violations = M.check(op, doc, status, have, ct, text, cache)
     if #violations == 0 then
       if body ~= nil then return response.send_raw(res, body, len, is_json) end
       return 0
