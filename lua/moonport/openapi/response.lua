@@ -69,15 +69,31 @@ local function wildcard_match(pattern, essence)
   return (pt == "*" or pt == et) and (ps == "*" or ps == es)
 end
 
+-- The keys of t (a content or headers map of the document) sorted, and
+-- for content their parsed media types, made once per map in cache.
+local function sorted_keys(cache, t)
+  local keys = cache[t]
+  if keys == nil then
+    keys = {}
+    for k in pairs(t) do keys[#keys + 1] = k end
+    table.sort(keys)
+    keys.parsed = {}
+    for i, k in ipairs(keys) do
+      local essence, params = parse_type(k)
+      keys.parsed[i] = { essence, params }
+    end
+    cache[t] = keys
+  end
+  return keys
+end
+
 -- The key of content that the media type text matches (Prism's
 -- validateMediaType), or nil.
-local function match_content(content, text)
+local function match_content(content, text, cache)
   local essence, params = parse_type(text)
-  local keys = {}
-  for k in pairs(content) do keys[#keys + 1] = k end
-  table.sort(keys)
-  for _, k in ipairs(keys) do
-    local ke, kp = parse_type(k)
+  local keys = sorted_keys(cache, content)
+  for i, k in ipairs(keys) do
+    local ke, kp = keys.parsed[i][1], keys.parsed[i][2]
     if wildcard_match(essence, ke) or wildcard_match(ke, essence) then
       local all = true
       for pk, pv in pairs(kp) do if params[pk] ~= pv then all = false end end
@@ -148,11 +164,9 @@ function M.check(op, doc, status, lines, content_type, body, cache)
   end
   local content = def.content
   if type(content) == "table" and next(content) ~= nil and body ~= nil and body ~= "" then
-    local key = match_content(content, content_type)
+    local key = match_content(content, content_type, cache)
     if key == nil then
-      local keys = {}
-      for k in pairs(content) do keys[#keys + 1] = k end
-      table.sort(keys)
+      local keys = sorted_keys(cache, content)
       out[#out + 1] = { location = {}, code = "", severity = "Error",
         message = ('The received media type "%s" does not match the one%s specified in the current response: %s')
           :format(content_type or "", #keys > 1 and "s" or "", concat(keys, ", ")) }
@@ -176,10 +190,7 @@ function M.check(op, doc, status, lines, content_type, body, cache)
   local headers = def.headers
   if type(headers) == "table" then
     local have = type(lines) == "table" and lines or header_table(lines)
-    local names = {}
-    for name in pairs(headers) do names[#names + 1] = name end
-    table.sort(names)
-    for _, name in ipairs(names) do
+    for _, name in ipairs(sorted_keys(cache, headers)) do
       local h = headers[name]
       local l = lower(name)
       if l ~= "content-type" and type(h) == "table" then
