@@ -184,8 +184,8 @@ function runner.run(handler, req, res)
     if ok and mp_task_children() > 0 then join() end
     -- A response held for a check (core/response.lua) that the handler
     -- never sent a body for is checked now, before the core answers.
-    if ok and holds[req] ~= nil then
-      local h = holds[req]
+    local h = ok and holds[req]
+    if h then
       holds[req] = nil
       ok, err = xpcall(h, on_error, res, nil, -1, 0)
       if not ok and err == EXIT then ok, err = true, nil end
