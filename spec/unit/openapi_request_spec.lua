@@ -270,6 +270,14 @@ describe("moonport.openapi.request", function()
     assert.is_nil(run(doc, "POST", "/forms", { headers = ct, body = "name=ab+c&age=5" }))
   end)
 
+  local edge = assert(oadoc.load(F .. "edge.yaml"))
+
+  it("leaves no global behind when it lists a request's errors", function()
+    local got = run(edge, "GET", "/case", { query = "n=x" })
+    same({ v({ "query", "n" }, "type", "Request query parameter n must be integer") }, got)
+    assert.is_nil(rawget(_G, "values"))
+  end)
+
   describe("security", function()
     it("answers 401 with the challenges, and lists the other violations too", function()
       local got, status = run(doc, "POST", "/pets")

@@ -725,7 +725,7 @@ local function compile_params(op, where, opts)
     end
     if not failed then return nil end
     -- Slow pass: every value again, for the errors in Prism's order.
-    values = {}
+    local values = {}
     for i, e in ipairs(list) do
       local v
       if where == "query" then
