@@ -278,6 +278,14 @@ describe("moonport.openapi.request", function()
     assert.is_nil(rawget(_G, "values"))
   end)
 
+  it("finds a query parameter whose name has capitals when the request spells it in lower case", function()
+    same({ v({ "query", "limit" }, "type", "Request query parameter limit must be integer") },
+      (run(edge, "GET", "/case", { query = "limit=abc" })))
+    same({ v({ "query", "limit" }, "type", "Request query parameter limit must be integer") },
+      (run(edge, "GET", "/case", { query = "limit=1&LIMIT=2" })))
+    assert.is_nil(run(edge, "GET", "/case", { query = "limit=5&n=1" }))
+  end)
+
   describe("security", function()
     it("answers 401 with the challenges, and lists the other violations too", function()
       local got, status = run(doc, "POST", "/pets")

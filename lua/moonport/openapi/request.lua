@@ -662,7 +662,7 @@ local function compile_params(op, where, opts)
     -- The query's fast path: a form-style primitive read with req:query,
     -- unless the name is repeated (then Prism's value is a list).
     e.fast = where == "query" and e.deserialize == form and e.type ~= "array" and e.type ~= "object"
-    e.needle = e.name .. "="
+    e.needle = e.lname .. "="
   end
   local prefix_up = upper(sub(where, 1, 1)) .. sub(where, 2)
 
@@ -682,19 +682,16 @@ local function compile_params(op, where, opts)
     return nil
   end
 
-  -- Whether the query string repeats e's name or spells it in another
-  -- case (both need the whole query parsed).
+  -- Whether the query string may spell e's name in another case
+  -- ("LIMIT=", "%6Cimit=") or repeats it: both need the whole query
+  -- parsed. Otherwise req:query(e.lname) reads what Prism would.
   local function needs_parse(e, qs)
+    if find(qs, "[A-Z%%]") then return true end
     local first = find(qs, e.needle, 1, true)
     while first and first > 1 and byte(qs, first - 1) ~= 38 do
       first = find(qs, e.needle, first + 1, true)
     end
-    if not first then
-      -- Absent as written; Prism would still find "LIMIT=" or "%6Cimit=".
-      return find(qs, "[A-Z%%]") ~= nil
-    end
-    local again = find(qs, "&" .. e.needle, first + 1, true)
-    return again ~= nil
+    return first ~= nil and find(qs, "&" .. e.needle, first + 1, true) ~= nil
   end
 
   return function(req, params)
@@ -706,7 +703,7 @@ local function compile_params(op, where, opts)
       local v
       if where == "query" then
         if e.fast and not needs_parse(e, qs) then
-          v = req:query(e.name)
+          v = req:query(e.lname)
           if v == "" then v = nil end
         else
           query = query or parse_query(qs)
