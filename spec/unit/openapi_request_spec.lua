@@ -286,6 +286,15 @@ describe("moonport.openapi.request", function()
     assert.is_nil(run(edge, "GET", "/case", { query = "limit=5&n=1" }))
   end)
 
+  it("warns of a deprecated query parameter whose name has capitals, spelled as the document does", function()
+    same({
+      v({ "query", "n" }, "type", "Request query parameter n must be integer"),
+      v({ "query", "Old" }, "deprecated", "Query param Old is deprecated", "Warning"),
+    }, (run(edge, "GET", "/case", { query = "n=x&Old=1" })))
+    same({ v({ "query", "n" }, "type", "Request query parameter n must be integer") },
+      (run(edge, "GET", "/case", { query = "n=x&old=1" })))
+  end)
+
   describe("security", function()
     it("answers 401 with the challenges, and lists the other violations too", function()
       local got, status = run(doc, "POST", "/pets")

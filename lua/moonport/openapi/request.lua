@@ -755,14 +755,19 @@ local function compile_params(op, where, opts)
         end
       end
     end
+    local raw_query
     for _, e in ipairs(list) do
       if e.deprecated then
         local sent
         if where == "query" then
-          query = query or parse_query(qs)
-          sent = query[e.name] ~= nil and query[e.name] ~= ""
+          -- Prism looks the name up as written in the document, in the
+          -- query as sent (not lower-cased).
+          raw_query = raw_query or url.parse_query(qs)
+          local q = raw_query[e.name]
+          sent = q ~= nil and q ~= ""
         elseif where == "header" then
-          sent = req:header(e.name) ~= nil and req:header(e.name) ~= ""
+          local h = req:header(e.name)
+          sent = h ~= nil and h ~= ""
         else
           sent = params and params[e.name] ~= nil and params[e.name] ~= ""
         end
