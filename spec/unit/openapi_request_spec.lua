@@ -295,6 +295,17 @@ describe("moonport.openapi.request", function()
       (run(edge, "GET", "/case", { query = "n=x&old=1" })))
   end)
 
+  it("ends a deepObject walk at a recursive schema, which it takes as a leaf as Prism does", function()
+    assert.is_nil(run(edge, "GET", "/tree", { query = "tree%5Bsize%5D=1" }))
+    same({ v({ "query", "tree", "size" }, "type", "Request query parameter tree.size must be integer") },
+      (run(edge, "GET", "/tree", { query = "tree%5Bsize%5D=x" })))
+    same({ v({ "query", "tree", "child" }, "type", "Request query parameter tree.child must be object") },
+      (run(edge, "GET", "/tree", { query = "tree%5Bchild%5D=5" })))
+    assert.is_nil(run(edge, "GET", "/tree", { query = "tree%5Bchild%5D%5Bsize%5D=x" }))
+    same({ v({ "query", "tree", "list", "0" }, "type", "Request query parameter tree.list.0 must be object") },
+      (run(edge, "GET", "/tree", { query = "tree%5Blist%5D%5B0%5D%5Bsize%5D=x" })))
+  end)
+
   describe("security", function()
     it("answers 401 with the challenges, and lists the other violations too", function()
       local got, status = run(doc, "POST", "/pets")

@@ -311,14 +311,21 @@ local function delimited(sep)
   end
 end
 
+-- A schema met again inside itself (a recursive one) is a leaf, as in
+-- Prism, whose dereferencer leaves that inner `$ref` unresolved (no
+-- `type`): so the walk ends however deep the query's names go.
 local function deep_object(p, query)
+  local active = {}
   local function construct(path, def)
     if type(def) ~= "table" then def = {} end
+    if active[def] then return query[path] end
     if def.type == "object" then
+      active[def] = true
       local obj = {}
       for k, sub_def in pairs(type(def.properties) == "table" and def.properties or {}) do
         obj[k] = construct(path .. "[" .. k .. "]", sub_def)
       end
+      active[def] = nil
       return obj
     elseif def.type == "array" then
       local indexes, list = {}, {}
@@ -331,7 +338,14 @@ local function deep_object(p, query)
       end
       sort(list, function(a, b) return tonumber(a) < tonumber(b) end)
       local out = array()
-      for j, i in ipairs(list) do out[j] = construct(path .. "[" .. i .. "]", def.items) end
+      active[def] = true
+      for j, i in ipairs(list) do
+        -- An item with no value is JavaScript's undefined in Prism's array.
+        local item = construct(path .. "[" .. i .. "]", def.items)
+        if item == nil then item = null end
+        out[j] = item
+      end
+      active[def] = nil
       return out
     end
     return query[path]
