@@ -31,7 +31,8 @@
 -- a path under one of the `servers` base paths ("/v1/pets") also matches
 -- with the base path taken off (Prism ignores the servers' paths); the
 -- path as sent is tried first. Matching allocates nothing but the params
--- table (and a percent-decoded copy of a path that has `%` in it).
+-- table (and a percent-decoded copy of a path that has `%` in it; a
+-- `%2F` stays inside its segment, as in Prism).
 --
 -- Paths keep their document order (found in the file's text, since
 -- moonport.yaml keeps none): doc.operations lists them so, methods in
@@ -319,6 +320,27 @@ local function split(path, from)
   return n
 end
 
+-- Like split, for a path with an encoded "/" (%2F) in it: each segment
+-- percent-decoded on its own, as Prism's router does, so that "a%2Fb"
+-- stays one segment. Returns the decoded segments joined with nothing
+-- between them (the bounds say where each lies) and their count.
+local function split_decoded(path, from)
+  local parts, n, pos, len = {}, 0, 0, #path
+  local s = from + 1
+  while true do
+    local e = find(path, "/", s, true)
+    local seg = url.decode(sub(path, s, e and e - 1 or len))
+    n = n + 1
+    parts[n] = seg
+    seg_s[n] = pos + 1
+    pos = pos + #seg
+    seg_e[n] = pos
+    if not e then break end
+    s = e + 1
+  end
+  return concat(parts), n
+end
+
 -- Whether segment i of path equals the literal lit, byte by byte.
 local function same(path, i, lit)
   local s, e = seg_s[i], seg_e[i]
@@ -370,9 +392,11 @@ local function params_of(route, path)
 end
 
 -- Routes path (from byte `from`, at a "/") against the buckets: the op,
--- its params, or nil and 404 | 405.
-local function route_from(self, method, path, from)
-  local n = split(path, from)
+-- its params, or nil and 404 | 405. `encoded` when the path is still
+-- percent-encoded (it has a %2F), to be decoded segment by segment.
+local function route_from(self, method, path, from, encoded)
+  local n
+  if encoded then path, n = split_decoded(path, from) else n = split(path, from) end
   local bucket = self._routes[n]
   if not bucket then return nil, nil, 404 end
   local status = 404
@@ -397,15 +421,18 @@ doc_mt.__index = doc_mt
 -- @usage local op, params, status = doc:route("GET", "/pets/12")
 function doc_mt.route(self, method, path)
   method = upper(method)
-  if find(path, "%", 1, true) then path = url.decode(path) end
+  -- Decoding the whole path is the same as decoding each segment unless
+  -- a "/" is encoded in one.
+  local encoded = find(path, "%%2[Ff]") ~= nil
+  if not encoded and find(path, "%", 1, true) then path = url.decode(path) end
   if byte(path) ~= 47 then return nil, nil, 404 end
-  local op, params, status = route_from(self, method, path, 1)
+  local op, params, status = route_from(self, method, path, 1, encoded)
   if op then return op, params end
   local len = #path
   for _, b in ipairs(self.base_paths) do
     local blen = #b
     if blen > 0 and len > blen and byte(path, blen + 1) == 47 and sub(path, 1, blen) == b then
-      local op2, params2, status2 = route_from(self, method, path, blen + 1)
+      local op2, params2, status2 = route_from(self, method, path, blen + 1, encoded)
       if op2 then return op2, params2 end
       if status2 == 405 then status = 405 end
     end
