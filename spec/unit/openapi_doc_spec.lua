@@ -122,6 +122,22 @@ describe("moonport.openapi.doc", function()
       assert.same({ nil, nil, 404 }, { route("GET", "/pets%2F12") })
     end)
 
+    it("matches a segment with text around a template as Prism's unanchored (.*) does, in linear time", function()
+      local id, params = route("GET", "/files/a.json.json")
+      assert.equal("fileJson", id)
+      assert.same({ name = "a.json" }, params)
+      id, params = route("GET", "/files/b.jsonx")
+      assert.equal("fileJson", id)
+      assert.same({ name = "b" }, params)
+      -- A long segment without the literal (a backtracking pattern took
+      -- seconds here).
+      local t = os.clock()
+      assert.same({ nil, nil, 404 }, { route("GET", "/files/" .. string.rep("a", 50000)) })
+      params = select(2, route("GET", "/files/" .. string.rep(".jso", 20000) .. ".json"))
+      assert.equal(80000, #params.name)
+      assert.is_true(os.clock() - t < 1)
+    end)
+
     it("prefers a path without templates (Prism: /pets/mine is myPets)", function()
       assert.equal("myPets", (route("GET", "/pets/mine")))
     end)

@@ -262,10 +262,8 @@ end
 -- A compiled path template: segments, their kinds and a static score.
 local LITERAL, WHOLE, MIXED = 1, 2, 3
 
-local function escape_pattern(s) return (gsub(s, "[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0")) end
-
 local function compile_path(template)
-  local route = { template = template, n = 0, kind = {}, lit = {}, name = {}, pat = {},
+  local route = { template = template, n = 0, kind = {}, lit = {}, name = {}, lits = {},
     names = {}, methods = {}, score = 0, concrete = true }
   local n = 0
   for raw in (sub(template, 2) .. "/"):gmatch("([^/]*)/") do
@@ -278,19 +276,20 @@ local function compile_path(template)
       if whole then
         route.kind[n], route.name[n] = WHOLE, whole
       else
+        -- The literal texts around the templates: "{a}-{b}.json" is
+        -- "", "-", ".json" (Prism's regular expression (.*)-(.*)\.json).
         route.kind[n] = MIXED
-        local names, pat = {}, {}
+        local names, lits = {}, {}
         local pos = 1
         while true do
           local s, e, name = find(seg, "{([^}]+)}", pos)
-          if not s then pat[#pat + 1] = escape_pattern(sub(seg, pos)); break end
-          pat[#pat + 1] = escape_pattern(sub(seg, pos, s - 1))
-          pat[#pat + 1] = "(.*)"
+          if not s then lits[#lits + 1] = sub(seg, pos); break end
+          lits[#lits + 1] = sub(seg, pos, s - 1)
           names[#names + 1] = name
           pos = e + 1
         end
         route.name[n] = names
-        route.pat[n] = concat(pat)
+        route.lits[n] = lits
       end
     else
       route.kind[n], route.lit[n] = LITERAL, seg
@@ -352,6 +351,22 @@ local function same(path, i, lit)
   return true
 end
 
+-- Whether segment i of path has the literals lits in order, apart: what
+-- Prism's unanchored (.*) expression matches, in linear time (a Lua or
+-- JavaScript pattern backtracks, quadratic or worse in a long segment).
+local function has_in_order(path, i, lits)
+  local pos, e = seg_s[i], seg_e[i]
+  for j = 1, #lits do
+    local lit = lits[j]
+    if lit ~= "" then
+      local a, b = find(path, lit, pos, true)
+      if not a or b > e then return false end
+      pos = b + 1
+    end
+  end
+  return true
+end
+
 -- Whether route matches the path split by split().
 local function matches(route, path)
   local kind = route.kind
@@ -360,7 +375,7 @@ local function matches(route, path)
     if k == LITERAL then
       if not same(path, i, route.lit[i]) then return false end
     elseif k == MIXED then
-      if not find(sub(path, seg_s[i], seg_e[i]), route.pat[i]) then return false end
+      if not has_in_order(path, i, route.lits[i]) then return false end
     end
   end
   return true
@@ -382,10 +397,33 @@ local function params_of(route, path)
       params[route.name[i]] = sub(path, seg_s[i], seg_e[i])
     elseif k == MIXED then
       params = params or {}
-      local seg = sub(path, seg_s[i], seg_e[i])
-      local caps = { match(seg, "^" .. route.pat[i] .. "$") }
-      if #caps == 0 then caps = { match(seg, route.pat[i]) } end
-      for j, name in ipairs(route.name[i]) do params[name] = caps[j] end
+      local lits, names = route.lits[i], route.name[i]
+      -- As JavaScript's exec: the first literal where it first occurs,
+      -- then each (.*) greedy, so every later literal at its last place
+      -- that leaves room for the ones after it (placed right to left).
+      local s, hi = seg_s[i], seg_e[i]
+      local at = {}
+      for j = #lits, 2, -1 do
+        local lit = lits[j]
+        if lit == "" then
+          at[j] = hi + 1
+        else
+          local from = s
+          while true do
+            local a, b = find(path, lit, from, true)
+            if not a or b > hi then break end
+            at[j] = a
+            from = a + 1
+          end
+        end
+        hi = at[j] - 1
+      end
+      local _, first_end = find(path, lits[1], s, true)
+      local from = lits[1] == "" and s or first_end + 1
+      for j, name in ipairs(names) do
+        params[name] = sub(path, from, at[j + 1] - 1)
+        from = at[j + 1] + #lits[j + 1]
+      end
     end
   end
   return params or NO_PARAMS
