@@ -52,6 +52,7 @@
 -- cookie parameters.
 -- @module moonport.openapi.request
 
+local crypto = require("moonport.core.crypto")
 local json = require("moonport.json")
 local jsonschema = require("moonport.jsonschema")
 local oadoc = require("moonport.openapi.doc")
@@ -59,8 +60,8 @@ local url = require("moonport.url")
 
 local type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, error =
   type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, error
-local byte, char, find, sub, gsub, match, lower, upper, format =
-  string.byte, string.char, string.find, string.sub, string.gsub, string.match,
+local byte, find, sub, gsub, match, lower, upper, format =
+  string.byte, string.find, string.sub, string.gsub, string.match,
   string.lower, string.upper, string.format
 local concat, sort = table.concat, table.sort
 
@@ -360,26 +361,15 @@ local QUERY_STYLES = {
 }
 local PATH_STYLES = { simple = simple, label = label, matrix = matrix }
 
--- Base64 text to bytes; nil when it is not base64.
-local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-local B64_INDEX = {}
-for i = 1, 64 do B64_INDEX[byte(B64, i)] = i - 1 end
-local function unbase64(s)
-  s = gsub(s, "=+$", "")
-  local out, bits, nbits = {}, 0, 0
-  for i = 1, #s do
-    local v = B64_INDEX[byte(s, i)]
-    if not v then return nil end
-    bits = bits * 64 + v
-    nbits = nbits + 6
-    if nbits >= 8 then
-      nbits = nbits - 8
-      local b = math.floor(bits / 2 ^ nbits)
-      out[#out + 1] = char(b)
-      bits = bits - b * 2 ^ nbits
-    end
-  end
-  return concat(out)
+-- The bytes Node's Buffer.from(s, "base64") gives (Prism's basic
+-- check): the text up to the first "=", characters of neither base64
+-- alphabet skipped, "-" and "_" read as "+" and "/", a lone last
+-- character dropped.
+local function node_base64(s)
+  s = gsub(match(s, "^[^=]*"), "[^%w+/%-_]", "")
+  s = gsub(gsub(s, "%-", "+"), "_", "/")
+  if #s % 4 == 1 then s = sub(s, 1, -2) end
+  return crypto.base64_decode(s)
 end
 
 -- Security handlers (validator/validators/security/handlers): (req, scheme)
@@ -400,7 +390,7 @@ local function basic(req)
   if not auth or auth == "" then return false, BASIC_TAG end
   local scheme, token = match(auth, "^([^ ]*) ?([^ ]*)")
   if lower(scheme) ~= "basic" then return false, BASIC_TAG end
-  local decoded = token ~= "" and unbase64(token)
+  local decoded = token ~= "" and node_base64(token)
   if decoded then
     local _, colons = gsub(decoded, ":", "")
     if colons == 1 then return true end
