@@ -249,6 +249,12 @@ describe("moonport.openapi.request", function()
       { headers = { ["X-API-Key"] = "k", ["Content-Type"] = "text/plain" }, body = "x=1" })
     assert.equal(415, status)
     same({ v({}, 415, "No supported content types, but request included a non-empty body") }, got)
+    -- The media type, matched once, picks the schema too (any case, with
+    -- parameters).
+    got, status = run(doc, "PUT", "/nodes",
+      { headers = { ["Content-Type"] = "Application/JSON; charset=utf-8" }, body = '{"name":1}' })
+    assert.equal(422, status)
+    same({ v({ "body", "name" }, "type", "Request body property name must be string") }, got)
   end)
 
   it("wants a required body, and takes a falsy JSON body for none", function()

@@ -507,12 +507,16 @@ local function media_parts(media)
   return t, sub_type, essence
 end
 
--- Whether a request's media type matches a document's one.
-local function media_match(req_media, doc_media)
-  local at, as = media_parts(req_media)
-  local bt, bs = media_parts(doc_media)
-  if not at or not bt then return false end
-  return (at == bt or bt == "*") and (as == bs or bs == "*")
+-- The first of contents (compiled with media_parts' t and sub) whose
+-- media type the request's (essence) matches, or nil.
+local function media_entry(essence, contents)
+  local at, as = media_parts(essence)
+  if not at then return nil end
+  for _, e in ipairs(contents) do
+    local bt, bs = e.t, e.sub
+    if bt and (at == bt or bt == "*") and (as == bs or bs == "*") then return e end
+  end
+  return nil
 end
 
 local function is_json_media(essence)
@@ -531,6 +535,7 @@ local function compile_body(op, opts)
     for _, media in ipairs(oadoc.keys(rb.content)) do
       local c = rb.content[media]
       local entry = { media = media }
+      entry.t, entry.sub = media_parts(media)
       local essence = lower(match(media, "^%s*([^;%s]+)") or "")
       if essence == "application/x-www-form-urlencoded" then
         entry.form = true
@@ -579,18 +584,12 @@ local function compile_body(op, opts)
         message = "Body parameter is required",
       } }
     end
+    -- The request's media type is looked up once, for both the 415
+    -- check and the schema.
+    local entry = essence and media_entry(essence, contents)
     local length = tonumber(cl and match(cl, "^%s*(%d+)")) or 0
     if length ~= 0 then
-      local ok = false
-      if rb then
-        if not essence or #contents == 0 then
-          ok = true
-        else
-          for _, e in ipairs(contents) do
-            if media_match(essence, e.media) then ok = true; break end
-          end
-        end
-      end
+      local ok = rb ~= nil and (not essence or #contents == 0 or entry ~= nil)
       if not ok then
         return { {
           location = array(), severity = "Error", code = 415,
@@ -600,12 +599,6 @@ local function compile_body(op, opts)
       end
     end
     if body == nil or body == null or not rb then return nil end
-    local entry
-    if essence then
-      for _, e in ipairs(contents) do
-        if media_match(essence, e.media) then entry = e; break end
-      end
-    end
     entry = entry or contents[1]
     if not entry or not entry.v or entry.skip then return nil end
     local value = body
