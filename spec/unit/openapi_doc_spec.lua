@@ -88,6 +88,8 @@ describe("moonport.openapi.doc", function()
         err("bad-ref.yaml"))
       assert.equal(F .. "bad-file.yaml:5: $ref 'missing.yaml#/a': cannot read " .. F
         .. "missing.yaml: No such file or directory", err("bad-file.yaml"))
+      assert.equal(F .. "bad-loop.yaml:15: circular $ref '#/components/schemas/A/properties/x'",
+        err("bad-loop.yaml"))
       assert.equal(F .. "swagger2.yaml: not an OpenAPI 3.x document (swagger: 2.0)", err("swagger2.yaml"))
       assert.equal("cannot read " .. F .. "none.yaml: No such file or directory", err("none.yaml"))
       assert.has_error(function() oadoc.load(nil) end, "moonport.openapi.doc.load: path must be a string")

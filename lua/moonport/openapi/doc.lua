@@ -163,8 +163,16 @@ local function load_tree(path)
   local root = read(path)
 
   local deref
+  -- The references being looked up (file, "\0", ref): one met again while
+  -- its own pointer is walked ("#/A/x" where A is that $ref) loops.
+  local resolving = {}
   -- The node a "$ref" string names, and the file it lies in.
   local function lookup(ref, file)
+    local key = file .. "\0" .. ref
+    if resolving[key] then
+      error(fail(format("%s:%s: circular $ref '%s'", file, line_of(texts[file], ref) or "?", ref)), 0)
+    end
+    resolving[key] = true
     local target, pointer = match(ref, "^([^#]*)#?(.*)$")
     if match(target, "^%a[%w+.-]*://") then
       error(fail(format("%s:%s: $ref '%s': remote references are not supported",
@@ -202,6 +210,7 @@ local function load_tree(path)
         node = nxt
       end
     end
+    resolving[key] = nil
     return node, tfile
   end
 
