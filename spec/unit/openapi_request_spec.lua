@@ -312,6 +312,14 @@ describe("moonport.openapi.request", function()
       (run(edge, "GET", "/tree", { query = "tree%5Blist%5D%5B0%5D%5Bsize%5D=x" })))
   end)
 
+  it("splits label arrays on '.' when exploded, on ',' when not", function()
+    assert.is_nil(run(edge, "GET", "/label/.1.2/.3,4"))
+    same({
+      v({ "path", "a", "0" }, "type", "Request path parameter a.0 must be integer"),
+      v({ "path", "b", "0" }, "type", "Request path parameter b.0 must be integer"),
+    }, (run(edge, "GET", "/label/.1,2/.3.4")))
+  end)
+
   describe("security", function()
     it("answers 401 with the challenges, and lists the other violations too", function()
       local got, status = run(doc, "POST", "/pets")

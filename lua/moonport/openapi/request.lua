@@ -235,15 +235,9 @@ local function label(p, value)
   -- is taken as it is here.
   if sub(value, 1, 1) ~= "." then return value end
   value = sub(value, 2)
-  local t = p.type
-  if t == "array" then
-    if value == "" then return array() end
-    return split(value, p.explode and "." or ",")
-  elseif t == "object" then
-    if p.explode then return kv_pairs(value, ",") end
-    return kv_list(split(value, ","))
-  end
-  return value
+  -- After the ".", simple's rules but for an exploded array's separator.
+  if p.type == "array" and p.explode and value ~= "" then return split(value, ".") end
+  return simple(p, value)
 end
 
 local function matrix(p, value)
