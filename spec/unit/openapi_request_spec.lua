@@ -249,6 +249,12 @@ describe("moonport.openapi.request", function()
       { headers = { ["X-API-Key"] = "k", ["Content-Type"] = "text/plain" }, body = "x=1" })
     assert.equal(415, status)
     same({ v({}, 415, "No supported content types, but request included a non-empty body") }, got)
+    -- The media type, matched once, picks the schema too (any case, with
+    -- parameters).
+    got, status = run(doc, "PUT", "/nodes",
+      { headers = { ["Content-Type"] = "Application/JSON; charset=utf-8" }, body = '{"name":1}' })
+    assert.equal(422, status)
+    same({ v({ "body", "name" }, "type", "Request body property name must be string") }, got)
   end)
 
   it("wants a required body, and takes a falsy JSON body for none", function()
@@ -270,6 +276,50 @@ describe("moonport.openapi.request", function()
     assert.is_nil(run(doc, "POST", "/forms", { headers = ct, body = "name=ab+c&age=5" }))
   end)
 
+  local edge = assert(oadoc.load(F .. "edge.yaml"))
+
+  it("leaves no global behind when it lists a request's errors", function()
+    local got = run(edge, "GET", "/case", { query = "n=x" })
+    same({ v({ "query", "n" }, "type", "Request query parameter n must be integer") }, got)
+    assert.is_nil(rawget(_G, "values"))
+  end)
+
+  it("finds a query parameter whose name has capitals when the request spells it in lower case", function()
+    same({ v({ "query", "limit" }, "type", "Request query parameter limit must be integer") },
+      (run(edge, "GET", "/case", { query = "limit=abc" })))
+    same({ v({ "query", "limit" }, "type", "Request query parameter limit must be integer") },
+      (run(edge, "GET", "/case", { query = "limit=1&LIMIT=2" })))
+    assert.is_nil(run(edge, "GET", "/case", { query = "limit=5&n=1" }))
+  end)
+
+  it("warns of a deprecated query parameter whose name has capitals, spelled as the document does", function()
+    same({
+      v({ "query", "n" }, "type", "Request query parameter n must be integer"),
+      v({ "query", "Old" }, "deprecated", "Query param Old is deprecated", "Warning"),
+    }, (run(edge, "GET", "/case", { query = "n=x&Old=1" })))
+    same({ v({ "query", "n" }, "type", "Request query parameter n must be integer") },
+      (run(edge, "GET", "/case", { query = "n=x&old=1" })))
+  end)
+
+  it("ends a deepObject walk at a recursive schema, which it takes as a leaf as Prism does", function()
+    assert.is_nil(run(edge, "GET", "/tree", { query = "tree%5Bsize%5D=1" }))
+    same({ v({ "query", "tree", "size" }, "type", "Request query parameter tree.size must be integer") },
+      (run(edge, "GET", "/tree", { query = "tree%5Bsize%5D=x" })))
+    same({ v({ "query", "tree", "child" }, "type", "Request query parameter tree.child must be object") },
+      (run(edge, "GET", "/tree", { query = "tree%5Bchild%5D=5" })))
+    assert.is_nil(run(edge, "GET", "/tree", { query = "tree%5Bchild%5D%5Bsize%5D=x" }))
+    same({ v({ "query", "tree", "list", "0" }, "type", "Request query parameter tree.list.0 must be object") },
+      (run(edge, "GET", "/tree", { query = "tree%5Blist%5D%5B0%5D%5Bsize%5D=x" })))
+  end)
+
+  it("splits label arrays on '.' when exploded, on ',' when not", function()
+    assert.is_nil(run(edge, "GET", "/label/.1.2/.3,4"))
+    same({
+      v({ "path", "a", "0" }, "type", "Request path parameter a.0 must be integer"),
+      v({ "path", "b", "0" }, "type", "Request path parameter b.0 must be integer"),
+    }, (run(edge, "GET", "/label/.1,2/.3.4")))
+  end)
+
   describe("security", function()
     it("answers 401 with the challenges, and lists the other violations too", function()
       local got, status = run(doc, "POST", "/pets")
@@ -287,6 +337,11 @@ describe("moonport.openapi.request", function()
       assert.is_nil(run(doc, "DELETE", "/pets/3", { headers = { Authorization = "Basic dTpw" } }))
       assert.is_nil(run(doc, "DELETE", "/pets/3",
         { headers = { Authorization = "Bearer x", ["X-API-Key"] = "k" } }))
+      -- Decoded as Node decodes base64: to the first "=", other
+      -- characters skipped, the URL alphabet too ("YTp_" is "a:").
+      for _, token in ipairs({ "YT!pi", "YTpi=YWI6", "YTp_", "YTpiY" }) do
+        assert.is_nil(run(doc, "DELETE", "/pets/3", { headers = { Authorization = "Basic " .. token } }))
+      end
       got = run(doc, "DELETE", "/pets/3", { headers = { Authorization = "Basic bm9jb2xvbg==" } })
       assert.equal(401, got[1].code)
     end)

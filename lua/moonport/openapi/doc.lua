@@ -31,7 +31,8 @@
 -- a path under one of the `servers` base paths ("/v1/pets") also matches
 -- with the base path taken off (Prism ignores the servers' paths); the
 -- path as sent is tried first. Matching allocates nothing but the params
--- table (and a percent-decoded copy of a path that has `%` in it).
+-- table (and a percent-decoded copy of a path that has `%` in it; a
+-- `%2F` stays inside its segment, as in Prism).
 --
 -- Paths keep their document order (found in the file's text, since
 -- moonport.yaml keeps none): doc.operations lists them so, methods in
@@ -162,8 +163,16 @@ local function load_tree(path)
   local root = read(path)
 
   local deref
+  -- The references being looked up (file, "\0", ref): one met again while
+  -- its own pointer is walked ("#/A/x" where A is that $ref) loops.
+  local resolving = {}
   -- The node a "$ref" string names, and the file it lies in.
   local function lookup(ref, file)
+    local key = file .. "\0" .. ref
+    if resolving[key] then
+      error(fail(format("%s:%s: circular $ref '%s'", file, line_of(texts[file], ref) or "?", ref)), 0)
+    end
+    resolving[key] = true
     local target, pointer = match(ref, "^([^#]*)#?(.*)$")
     if match(target, "^%a[%w+.-]*://") then
       error(fail(format("%s:%s: $ref '%s': remote references are not supported",
@@ -201,6 +210,7 @@ local function load_tree(path)
         node = nxt
       end
     end
+    resolving[key] = nil
     return node, tfile
   end
 
@@ -261,10 +271,8 @@ end
 -- A compiled path template: segments, their kinds and a static score.
 local LITERAL, WHOLE, MIXED = 1, 2, 3
 
-local function escape_pattern(s) return (gsub(s, "[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0")) end
-
 local function compile_path(template)
-  local route = { template = template, n = 0, kind = {}, lit = {}, name = {}, pat = {},
+  local route = { template = template, n = 0, kind = {}, lit = {}, name = {}, lits = {},
     names = {}, methods = {}, score = 0, concrete = true }
   local n = 0
   for raw in (sub(template, 2) .. "/"):gmatch("([^/]*)/") do
@@ -277,19 +285,20 @@ local function compile_path(template)
       if whole then
         route.kind[n], route.name[n] = WHOLE, whole
       else
+        -- The literal texts around the templates: "{a}-{b}.json" is
+        -- "", "-", ".json" (Prism's regular expression (.*)-(.*)\.json).
         route.kind[n] = MIXED
-        local names, pat = {}, {}
+        local names, lits = {}, {}
         local pos = 1
         while true do
           local s, e, name = find(seg, "{([^}]+)}", pos)
-          if not s then pat[#pat + 1] = escape_pattern(sub(seg, pos)); break end
-          pat[#pat + 1] = escape_pattern(sub(seg, pos, s - 1))
-          pat[#pat + 1] = "(.*)"
+          if not s then lits[#lits + 1] = sub(seg, pos); break end
+          lits[#lits + 1] = sub(seg, pos, s - 1)
           names[#names + 1] = name
           pos = e + 1
         end
         route.name[n] = names
-        route.pat[n] = concat(pat)
+        route.lits[n] = lits
       end
     else
       route.kind[n], route.lit[n] = LITERAL, seg
@@ -319,6 +328,27 @@ local function split(path, from)
   return n
 end
 
+-- Like split, for a path with an encoded "/" (%2F) in it: each segment
+-- percent-decoded on its own, as Prism's router does, so that "a%2Fb"
+-- stays one segment. Returns the decoded segments joined with nothing
+-- between them (the bounds say where each lies) and their count.
+local function split_decoded(path, from)
+  local parts, n, pos, len = {}, 0, 0, #path
+  local s = from + 1
+  while true do
+    local e = find(path, "/", s, true)
+    local seg = url.decode(sub(path, s, e and e - 1 or len))
+    n = n + 1
+    parts[n] = seg
+    seg_s[n] = pos + 1
+    pos = pos + #seg
+    seg_e[n] = pos
+    if not e then break end
+    s = e + 1
+  end
+  return concat(parts), n
+end
+
 -- Whether segment i of path equals the literal lit, byte by byte.
 local function same(path, i, lit)
   local s, e = seg_s[i], seg_e[i]
@@ -326,6 +356,22 @@ local function same(path, i, lit)
   if e - s + 1 ~= len then return false end
   for j = 1, len do
     if byte(path, s + j - 1) ~= byte(lit, j) then return false end
+  end
+  return true
+end
+
+-- Whether segment i of path has the literals lits in order, apart: what
+-- Prism's unanchored (.*) expression matches, in linear time (a Lua or
+-- JavaScript pattern backtracks, quadratic or worse in a long segment).
+local function has_in_order(path, i, lits)
+  local pos, e = seg_s[i], seg_e[i]
+  for j = 1, #lits do
+    local lit = lits[j]
+    if lit ~= "" then
+      local a, b = find(path, lit, pos, true)
+      if not a or b > e then return false end
+      pos = b + 1
+    end
   end
   return true
 end
@@ -338,7 +384,7 @@ local function matches(route, path)
     if k == LITERAL then
       if not same(path, i, route.lit[i]) then return false end
     elseif k == MIXED then
-      if not find(sub(path, seg_s[i], seg_e[i]), route.pat[i]) then return false end
+      if not has_in_order(path, i, route.lits[i]) then return false end
     end
   end
   return true
@@ -360,19 +406,44 @@ local function params_of(route, path)
       params[route.name[i]] = sub(path, seg_s[i], seg_e[i])
     elseif k == MIXED then
       params = params or {}
-      local seg = sub(path, seg_s[i], seg_e[i])
-      local caps = { match(seg, "^" .. route.pat[i] .. "$") }
-      if #caps == 0 then caps = { match(seg, route.pat[i]) } end
-      for j, name in ipairs(route.name[i]) do params[name] = caps[j] end
+      local lits, names = route.lits[i], route.name[i]
+      -- As JavaScript's exec: the first literal where it first occurs,
+      -- then each (.*) greedy, so every later literal at its last place
+      -- that leaves room for the ones after it (placed right to left).
+      local s, hi = seg_s[i], seg_e[i]
+      local at = {}
+      for j = #lits, 2, -1 do
+        local lit = lits[j]
+        if lit == "" then
+          at[j] = hi + 1
+        else
+          local from = s
+          while true do
+            local a, b = find(path, lit, from, true)
+            if not a or b > hi then break end
+            at[j] = a
+            from = a + 1
+          end
+        end
+        hi = at[j] - 1
+      end
+      local _, first_end = find(path, lits[1], s, true)
+      local from = lits[1] == "" and s or first_end + 1
+      for j, name in ipairs(names) do
+        params[name] = sub(path, from, at[j + 1] - 1)
+        from = at[j + 1] + #lits[j + 1]
+      end
     end
   end
   return params or NO_PARAMS
 end
 
 -- Routes path (from byte `from`, at a "/") against the buckets: the op,
--- its params, or nil and 404 | 405.
-local function route_from(self, method, path, from)
-  local n = split(path, from)
+-- its params, or nil and 404 | 405. `encoded` when the path is still
+-- percent-encoded (it has a %2F), to be decoded segment by segment.
+local function route_from(self, method, path, from, encoded)
+  local n
+  if encoded then path, n = split_decoded(path, from) else n = split(path, from) end
   local bucket = self._routes[n]
   if not bucket then return nil, nil, 404 end
   local status = 404
@@ -397,15 +468,18 @@ doc_mt.__index = doc_mt
 -- @usage local op, params, status = doc:route("GET", "/pets/12")
 function doc_mt.route(self, method, path)
   method = upper(method)
-  if find(path, "%", 1, true) then path = url.decode(path) end
+  -- Decoding the whole path is the same as decoding each segment unless
+  -- a "/" is encoded in one.
+  local encoded = find(path, "%%2[Ff]") ~= nil
+  if not encoded and find(path, "%", 1, true) then path = url.decode(path) end
   if byte(path) ~= 47 then return nil, nil, 404 end
-  local op, params, status = route_from(self, method, path, 1)
+  local op, params, status = route_from(self, method, path, 1, encoded)
   if op then return op, params end
   local len = #path
   for _, b in ipairs(self.base_paths) do
     local blen = #b
     if blen > 0 and len > blen and byte(path, blen + 1) == 47 and sub(path, 1, blen) == b then
-      local op2, params2, status2 = route_from(self, method, path, blen + 1)
+      local op2, params2, status2 = route_from(self, method, path, blen + 1, encoded)
       if op2 then return op2, params2 end
       if status2 == 405 then status = 405 end
     end

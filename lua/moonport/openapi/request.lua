@@ -52,6 +52,7 @@
 -- cookie parameters.
 -- @module moonport.openapi.request
 
+local crypto = require("moonport.core.crypto")
 local json = require("moonport.json")
 local jsonschema = require("moonport.jsonschema")
 local oadoc = require("moonport.openapi.doc")
@@ -59,8 +60,8 @@ local url = require("moonport.url")
 
 local type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, error =
   type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable, error
-local byte, char, find, sub, gsub, match, lower, upper, format =
-  string.byte, string.char, string.find, string.sub, string.gsub, string.match,
+local byte, find, sub, gsub, match, lower, upper, format =
+  string.byte, string.find, string.sub, string.gsub, string.match,
   string.lower, string.upper, string.format
 local concat, sort = table.concat, table.sort
 
@@ -242,15 +243,9 @@ local function label(p, value)
   -- is taken as it is here.
   if sub(value, 1, 1) ~= "." then return value end
   value = sub(value, 2)
-  local t = p.type
-  if t == "array" then
-    if value == "" then return array() end
-    return split(value, p.explode and "." or ",")
-  elseif t == "object" then
-    if p.explode then return kv_pairs(value, ",") end
-    return kv_list(split(value, ","))
-  end
-  return value
+  -- After the ".", simple's rules but for an exploded array's separator.
+  if p.type == "array" and p.explode and value ~= "" then return split(value, ".") end
+  return simple(p, value)
 end
 
 local function matrix(p, value)
@@ -319,14 +314,21 @@ local function delimited(sep)
   end
 end
 
+-- A schema met again inside itself (a recursive one) is a leaf, as in
+-- Prism, whose dereferencer leaves that inner `$ref` unresolved (no
+-- `type`): so the walk ends however deep the query's names go.
 local function deep_object(p, query)
+  local active = {}
   local function construct(path, def)
     if type(def) ~= "table" then def = {} end
+    if active[def] then return query[path] end
     if def.type == "object" then
+      active[def] = true
       local obj = {}
       for k, sub_def in pairs(type(def.properties) == "table" and def.properties or {}) do
         obj[k] = construct(path .. "[" .. k .. "]", sub_def)
       end
+      active[def] = nil
       return obj
     elseif def.type == "array" then
       local indexes, list = {}, {}
@@ -339,7 +341,14 @@ local function deep_object(p, query)
       end
       sort(list, function(a, b) return tonumber(a) < tonumber(b) end)
       local out = array()
-      for j, i in ipairs(list) do out[j] = construct(path .. "[" .. i .. "]", def.items) end
+      active[def] = true
+      for j, i in ipairs(list) do
+        -- An item with no value is JavaScript's undefined in Prism's array.
+        local item = construct(path .. "[" .. i .. "]", def.items)
+        if item == nil then item = null end
+        out[j] = item
+      end
+      active[def] = nil
       return out
     end
     return query[path]
@@ -354,26 +363,15 @@ local QUERY_STYLES = {
 }
 local PATH_STYLES = { simple = simple, label = label, matrix = matrix }
 
--- Base64 text to bytes; nil when it is not base64.
-local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-local B64_INDEX = {}
-for i = 1, 64 do B64_INDEX[byte(B64, i)] = i - 1 end
-local function unbase64(s)
-  s = gsub(s, "=+$", "")
-  local out, bits, nbits = {}, 0, 0
-  for i = 1, #s do
-    local v = B64_INDEX[byte(s, i)]
-    if not v then return nil end
-    bits = bits * 64 + v
-    nbits = nbits + 6
-    if nbits >= 8 then
-      nbits = nbits - 8
-      local b = math.floor(bits / 2 ^ nbits)
-      out[#out + 1] = char(b)
-      bits = bits - b * 2 ^ nbits
-    end
-  end
-  return concat(out)
+-- The bytes Node's Buffer.from(s, "base64") gives (Prism's basic
+-- check): the text up to the first "=", characters of neither base64
+-- alphabet skipped, "-" and "_" read as "+" and "/", a lone last
+-- character dropped.
+local function node_base64(s)
+  s = gsub(match(s, "^[^=]*"), "[^%w+/%-_]", "")
+  s = gsub(gsub(s, "%-", "+"), "_", "/")
+  if #s % 4 == 1 then s = sub(s, 1, -2) end
+  return crypto.base64_decode(s)
 end
 
 -- Security handlers (validator/validators/security/handlers): (req, scheme)
@@ -394,7 +392,7 @@ local function basic(req)
   if not auth or auth == "" then return false, BASIC_TAG end
   local scheme, token = match(auth, "^([^ ]*) ?([^ ]*)")
   if lower(scheme) ~= "basic" then return false, BASIC_TAG end
-  local decoded = token ~= "" and unbase64(token)
+  local decoded = token ~= "" and node_base64(token)
   if decoded then
     local _, colons = gsub(decoded, ":", "")
     if colons == 1 then return true end
@@ -511,12 +509,16 @@ local function media_parts(media)
   return t, sub_type, essence
 end
 
--- Whether a request's media type matches a document's one.
-local function media_match(req_media, doc_media)
-  local at, as = media_parts(req_media)
-  local bt, bs = media_parts(doc_media)
-  if not at or not bt then return false end
-  return (at == bt or bt == "*") and (as == bs or bs == "*")
+-- The first of contents (compiled with media_parts' t and sub) whose
+-- media type the request's (essence) matches, or nil.
+local function media_entry(essence, contents)
+  local at, as = media_parts(essence)
+  if not at then return nil end
+  for _, e in ipairs(contents) do
+    local bt, bs = e.t, e.sub
+    if bt and (at == bt or bt == "*") and (as == bs or bs == "*") then return e end
+  end
+  return nil
 end
 
 local function is_json_media(essence)
@@ -535,6 +537,7 @@ local function compile_body(op, opts)
     for _, media in ipairs(oadoc.keys(rb.content)) do
       local c = rb.content[media]
       local entry = { media = media }
+      entry.t, entry.sub = media_parts(media)
       local essence = lower(match(media, "^%s*([^;%s]+)") or "")
       if essence == "application/x-www-form-urlencoded" then
         entry.form = true
@@ -583,18 +586,12 @@ local function compile_body(op, opts)
         message = "Body parameter is required",
       } }
     end
+    -- The request's media type is looked up once, for both the 415
+    -- check and the schema.
+    local entry = essence and media_entry(essence, contents)
     local length = tonumber(cl and match(cl, "^%s*(%d+)")) or 0
     if length ~= 0 then
-      local ok = false
-      if rb then
-        if not essence or #contents == 0 then
-          ok = true
-        else
-          for _, e in ipairs(contents) do
-            if media_match(essence, e.media) then ok = true; break end
-          end
-        end
-      end
+      local ok = rb ~= nil and (not essence or #contents == 0 or entry ~= nil)
       if not ok then
         return { {
           location = array(), severity = "Error", code = 415,
@@ -604,12 +601,6 @@ local function compile_body(op, opts)
       end
     end
     if body == nil or body == null or not rb then return nil end
-    local entry
-    if essence then
-      for _, e in ipairs(contents) do
-        if media_match(essence, e.media) then entry = e; break end
-      end
-    end
     entry = entry or contents[1]
     if not entry or not entry.v or entry.skip then return nil end
     local value = body
@@ -670,7 +661,7 @@ local function compile_params(op, where, opts)
     -- The query's fast path: a form-style primitive read with req:query,
     -- unless the name is repeated (then Prism's value is a list).
     e.fast = where == "query" and e.deserialize == form and e.type ~= "array" and e.type ~= "object"
-    e.needle = e.name .. "="
+    e.needle = e.lname .. "="
   end
   local prefix_up = upper(sub(where, 1, 1)) .. sub(where, 2)
 
@@ -690,19 +681,16 @@ local function compile_params(op, where, opts)
     return nil
   end
 
-  -- Whether the query string repeats e's name or spells it in another
-  -- case (both need the whole query parsed).
+  -- Whether the query string may spell e's name in another case
+  -- ("LIMIT=", "%6Cimit=") or repeats it: both need the whole query
+  -- parsed. Otherwise req:query(e.lname) reads what Prism would.
   local function needs_parse(e, qs)
+    if find(qs, "[A-Z%%]") then return true end
     local first = find(qs, e.needle, 1, true)
     while first and first > 1 and byte(qs, first - 1) ~= 38 do
       first = find(qs, e.needle, first + 1, true)
     end
-    if not first then
-      -- Absent as written; Prism would still find "LIMIT=" or "%6Cimit=".
-      return find(qs, "[A-Z%%]") ~= nil
-    end
-    local again = find(qs, "&" .. e.needle, first + 1, true)
-    return again ~= nil
+    return first ~= nil and find(qs, "&" .. e.needle, first + 1, true) ~= nil
   end
 
   return function(req, params)
@@ -714,7 +702,7 @@ local function compile_params(op, where, opts)
       local v
       if where == "query" then
         if e.fast and not needs_parse(e, qs) then
-          v = req:query(e.name)
+          v = req:query(e.lname)
           if v == "" then v = nil end
         else
           query = query or parse_query(qs)
@@ -733,7 +721,7 @@ local function compile_params(op, where, opts)
     end
     if not failed then return nil end
     -- Slow pass: every value again, for the errors in Prism's order.
-    values = {}
+    local values = {}
     for i, e in ipairs(list) do
       local v
       if where == "query" then
@@ -766,14 +754,19 @@ local function compile_params(op, where, opts)
         end
       end
     end
+    local raw_query
     for _, e in ipairs(list) do
       if e.deprecated then
         local sent
         if where == "query" then
-          query = query or parse_query(qs)
-          sent = query[e.name] ~= nil and query[e.name] ~= ""
+          -- Prism looks the name up as written in the document, in the
+          -- query as sent (not lower-cased).
+          raw_query = raw_query or url.parse_query(qs)
+          local q = raw_query[e.name]
+          sent = q ~= nil and q ~= ""
         elseif where == "header" then
-          sent = req:header(e.name) ~= nil and req:header(e.name) ~= ""
+          local h = req:header(e.name)
+          sent = h ~= nil and h ~= ""
         else
           sent = params and params[e.name] ~= nil and params[e.name] ~= ""
         end
