@@ -526,4 +526,20 @@ describe("gen.fake (random data valid against the schema)", function()
     assert.is_nil(gen.from_pattern("^\\p{L}+$", gen.rng(1)))
     assert.equal("Zoë", gen.fake({ type = "string", pattern = "^\\p{L}+$", example = "Zoë" }, gen.rng(1), "3.1"))
   end)
+
+  it("gives up on a schema whose required parts recur, as Schema too complex", function()
+    -- Two required self-references: 2^30 objects before the depth cut.
+    local node = { type = "object", required = { "l", "r" }, properties = {} }
+    node.properties.l, node.properties.r = node, node
+    local v, err = gen.fake(node, gen.rng(1), "3.1")
+    assert.is_nil(v)
+    assert.matches("too complex", err)
+    local o = { method = "GET", responses = { ["200"] = { content = {
+      ["application/json"] = { schema = node } } } } }
+    local _, p = gen.respond(o, req({ prefer = "dynamic=true" }))
+    assert.equal(500, p.status)
+    assert.equal("SCHEMA_TOO_COMPLEX", p.type)
+    -- Its static sample stays Prism's (a recurring schema gives {}).
+    assert.equal(200, (gen.respond(o, req({}))).status)
+  end)
 end)

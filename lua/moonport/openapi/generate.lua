@@ -1314,6 +1314,9 @@ end
 
 local deep_equal = jsonschema.equal
 
+-- The most schemas one dynamic value visits (gen.fake).
+local FAKE_TICKS = 20000
+
 local function fake_array(s, ctx)
   local rng = ctx.rng
   local lo = max(0, floor(tonumber(s.minItems) or 0))
@@ -1443,6 +1446,8 @@ function fake(s, ctx)
   if s == nil or s == true then s = {} end
   if s == false or type(s) ~= "table" then return nil end
   if ctx.depth > 30 then return nil end
+  ctx.ticks = ctx.ticks - 1
+  if ctx.ticks < 0 then error(TOO_COMPLEX, 0) end
   ctx.depth = ctx.depth + 1
   local v = (function()
     if is_list(s.allOf) then return fake(flatten(s), ctx) end
@@ -1492,10 +1497,19 @@ end
 -- arrays within minItems/maxItems (uniqueItems, contains), allOf merged,
 -- one oneOf branch (checked against the others when a validator is at
 -- hand), not. Recursion is cut below a depth of 30 (optional parts are
--- left out from depth 5).
+-- left out from depth 5). Returns the value, or nil and a message when
+-- it takes over 20,000 schema visits (required properties that recur,
+-- oneOf retried at every level, a huge minItems): the caller's 500
+-- "Schema too complex", as with gen.sample, rather than unbounded work.
 -- @usage local v = gen.fake(schema, gen.rng(42), "3.1")
 function gen.fake(schema, rng, version)
-  return fake(schema, { rng = rng or gen.rng(), version = version or "3.0", depth = 0 })
+  local ctx = { rng = rng or gen.rng(), version = version or "3.0", depth = 0, ticks = FAKE_TICKS }
+  local ok, v = pcall(fake, schema, ctx)
+  if not ok then
+    if v == TOO_COMPLEX then return nil, "the schema is too complex to generate" end
+    error(v, 0)
+  end
+  return v
 end
 
 -- Responses as Prism chooses them -----------------------------------------------
