@@ -273,6 +273,9 @@ describe("gen.respond (Prism's choice of response)", function()
     assert.equal('optional property "dynamic"\n└─ cannot decode true, should be string', p.detail)
     _, p = gen.respond(op("/multi"), req({ prefer = "dynamic=yes" }))
     assert.equal('optional property "dynamic"\n└─ cannot decode "yes", should be a boolean', p.detail)
+    -- As JSON.stringify writes the value: quotes and control characters escaped.
+    _, p = gen.respond(op("/multi"), req({}, { __code = '2"\n\1' }))
+    assert.equal('optional property "code"\n└─ cannot decode "2\\"\\n\\u0001", should be a number', p.detail)
   end)
 
   it("negotiates Accept as Prism: q-values, wildcards, parameters, 406", function()

@@ -1583,9 +1583,11 @@ local function parse_prefer(header)
   return result
 end
 
+-- JSON.stringify of a decoded preference (true or a string): control
+-- characters a percent-encoded query brings are escaped as there.
 local function js_stringify(v)
-  if v == true then return "true" end
-  return '"' .. gsub(tostring(v), '["\\]', "\\%0") .. '"'
+  local ok, text = pcall(json.encode, v)
+  return ok and text or '"' .. tostring(v) .. '"'
 end
 
 -- The preferences of a request: { code = 404, example = "name",
