@@ -263,6 +263,11 @@ describe("gen.respond (Prism's choice of response)", function()
     a = gen.respond(op("/range"), req({ prefer = "code=250" }))
     assert.equal(250, a.status)
     assert.equal("string", a.body)
+    -- code=000 decodes to 0, which Prism takes for no code at all.
+    a = gen.respond(op("/multi"), req({ prefer = "code=000" }))
+    assert.equal(200, a.status)
+    a = gen.respond(op("/multi"), req({}, { __code = "000" }))
+    assert.equal(200, a.status)
   end)
 
   it("refuses a Prefer header Prism's decoder refuses, with its message", function()

@@ -1612,7 +1612,8 @@ local function preferences(req)
   if raw.code ~= nil then
     if type(raw.code) ~= "string" then bad("code", raw.code, "string")
     elseif not find(raw.code, "^%d%d%d$") then bad("code", raw.code, "a number")
-    else out.code = tonumber(raw.code) end
+    -- Prism tests the decoded number for truth: 000 asks for no code.
+    elseif tonumber(raw.code) ~= 0 then out.code = tonumber(raw.code) end
   end
   if raw.dynamic ~= nil then
     if type(raw.dynamic) ~= "string" then bad("dynamic", raw.dynamic, "string")
