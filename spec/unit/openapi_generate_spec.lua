@@ -283,6 +283,17 @@ describe("gen.respond (Prism's choice of response)", function()
     assert.equal('optional property "code"\n└─ cannot decode "2\\"\\n\\u0001", should be a number', p.detail)
   end)
 
+  it("prints a number example of a header as JavaScript does", function()
+    local o = { method = "GET", responses = { ["200"] = { headers = {
+      ["x-small"] = { schema = { type = "number" }, example = 1e-7 },
+      ["x-zero"] = { schema = { type = "number" }, example = -0.0 },
+      ["x-big"] = { schema = { type = "number" }, example = 1e21 } } } } }
+    local a = gen.respond(o, req({}))
+    assert.equal("1e-7", header(a, "x-small"))
+    assert.equal("0", header(a, "x-zero"))
+    assert.equal("1e+21", header(a, "x-big"))
+  end)
+
   it("negotiates Accept as Prism: q-values, wildcards, parameters, 406", function()
     local function pick(accept, prefer)
       local a, p = gen.respond(op("/multi"), req({ accept = accept, prefer = prefer or "code=201" }))

@@ -101,18 +101,8 @@ function gen.keys(t)
 end
 local keys = gen.keys
 
--- Numbers as JavaScript prints them (header values, messages): integers
--- without a fraction, others in the shortest form that reads back.
-local function js_number(n)
-  if n ~= n then return "NaN" end
-  if n == huge then return "Infinity" elseif n == -huge then return "-Infinity" end
-  if n == floor(n) and abs(n) < 1e21 then return format("%.0f", n) end
-  for digits = 15, 17 do
-    local s = format("%." .. digits .. "g", n)
-    if tonumber(s) == n then return s end
-  end
-  return format("%.17g", n)
-end
+-- Numbers as JavaScript prints them (header values, seeds).
+local js_number = jsonschema.jsnum
 
 -- Seedable random numbers -------------------------------------------------
 
