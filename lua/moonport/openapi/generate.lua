@@ -965,26 +965,16 @@ function gen.from_pattern(pattern, rng, stretch, target)
 end
 
 -- Whether the string s matches pattern (anywhere, as JSON Schema's
--- pattern does), by the server's PCRE2 (moonport.core.regex, which the
--- validators use too); true when it cannot be loaded.
+-- pattern does), compiled as the validators compile it (jsonschema.regex:
+-- ECMAScript syntax on PCRE2); true when it does not compile.
 local pattern_cache = {}
-local regex_engine
 local function matches(pattern, s)
-  if regex_engine == nil then
-    local ok, regex = pcall(require, "moonport.core.regex")
-    regex_engine = ok and type(regex) == "table" and regex.new or false
+  local test = pattern_cache[pattern]
+  if test == nil then
+    test = jsonschema.regex(pattern) or false
+    pattern_cache[pattern] = test
   end
-  if not regex_engine then return true end
-  local re = pattern_cache[pattern]
-  if re == nil then
-    local ok, compiled = pcall(regex_engine, "(?s).*?(?:" .. pattern .. ").*", false)
-    re = ok and compiled or false
-    pattern_cache[pattern] = re
-  end
-  if not re then return true end
-  local ok, m = pcall(re.match, re, s)
-  if not ok then return true end
-  return m ~= nil and m ~= false
+  return not test or test(s)
 end
 
 -- Random data valid against a schema -----------------------------------------
