@@ -546,6 +546,17 @@ describe("gen.fake (random data valid against the schema)", function()
     assert.equal("Zoë", gen.fake({ type = "string", pattern = "^\\p{L}+$", example = "Zoë" }, gen.rng(1), "3.1"))
   end)
 
+  it("keeps random lengths near the minimum under a large maximum", function()
+    for seed = 1, 20 do
+      local v = gen.fake({ type = "array", maxItems = 1000000, items = { type = "string", maxLength = 1000000 } },
+        gen.rng(seed), "3.1")
+      assert(#v <= 10, "seed " .. seed .. ": " .. #v .. " items")
+      for _, str in ipairs(v) do assert(#str <= 101, "seed " .. seed .. ": " .. #str .. " characters") end
+      local n = #gen.fake({ type = "string", minLength = 1005, maxLength = 1000000 }, gen.rng(seed), "3.1")
+      assert(n >= 1005 and n <= 1105, "seed " .. seed .. ": " .. n .. " characters")
+    end
+  end)
+
   it("gives up on a schema whose required parts recur, as Schema too complex", function()
     -- Two required self-references: 2^30 objects before the depth cut.
     local node = { type = "object", required = { "l", "r" }, properties = {} }

@@ -1120,7 +1120,9 @@ local function fake_string(s, ctx)
       if fits_length(v, s) then return v end
     end
   end
-  local hi = maxlen and floor(maxlen) or max(minlen, 1) + 12
+  -- A large maxLength (a "no real limit") bounds the length, it does
+  -- not pick it: at most 100 characters past the minimum.
+  local hi = min(maxlen and floor(maxlen) or max(minlen, 1) + 12, max(minlen, 1) + 100)
   if hi < minlen then hi = minlen end
   local lo = minlen
   if lo == 0 and hi > 0 then lo = 1 end
@@ -1301,7 +1303,8 @@ local function fake_array(s, ctx)
   local rng = ctx.rng
   local lo = max(0, floor(tonumber(s.minItems) or 0))
   local hi = tonumber(s.maxItems)
-  hi = hi and floor(hi) or lo + (ctx.depth > 4 and 0 or 3)
+  -- Likewise a large maxItems: at most 10 items past the minimum.
+  hi = min(hi and floor(hi) or lo + (ctx.depth > 4 and 0 or 3), lo + 10)
   if ctx.depth > 4 and hi > lo then hi = lo end
   if hi < lo then hi = lo end
   local prefix = s.prefixItems
