@@ -263,6 +263,11 @@ describe("gen.respond (Prism's choice of response)", function()
     a = gen.respond(op("/range"), req({ prefer = "code=250" }))
     assert.equal(250, a.status)
     assert.equal("string", a.body)
+    -- code=000 decodes to 0, which Prism takes for no code at all.
+    a = gen.respond(op("/multi"), req({ prefer = "code=000" }))
+    assert.equal(200, a.status)
+    a = gen.respond(op("/multi"), req({}, { __code = "000" }))
+    assert.equal(200, a.status)
   end)
 
   it("refuses a Prefer header Prism's decoder refuses, with its message", function()
@@ -273,6 +278,20 @@ describe("gen.respond (Prism's choice of response)", function()
     assert.equal('optional property "dynamic"\n└─ cannot decode true, should be string', p.detail)
     _, p = gen.respond(op("/multi"), req({ prefer = "dynamic=yes" }))
     assert.equal('optional property "dynamic"\n└─ cannot decode "yes", should be a boolean', p.detail)
+    -- As JSON.stringify writes the value: quotes and control characters escaped.
+    _, p = gen.respond(op("/multi"), req({}, { __code = '2"\n\1' }))
+    assert.equal('optional property "code"\n└─ cannot decode "2\\"\\n\\u0001", should be a number', p.detail)
+  end)
+
+  it("prints a number example of a header as JavaScript does", function()
+    local o = { method = "GET", responses = { ["200"] = { headers = {
+      ["x-small"] = { schema = { type = "number" }, example = 1e-7 },
+      ["x-zero"] = { schema = { type = "number" }, example = -0.0 },
+      ["x-big"] = { schema = { type = "number" }, example = 1e21 } } } } }
+    local a = gen.respond(o, req({}))
+    assert.equal("1e-7", header(a, "x-small"))
+    assert.equal("0", header(a, "x-zero"))
+    assert.equal("1e+21", header(a, "x-big"))
   end)
 
   it("negotiates Accept as Prism: q-values, wildcards, parameters, 406", function()
@@ -525,5 +544,32 @@ describe("gen.fake (random data valid against the schema)", function()
     assert.is_nil(gen.from_pattern("(?<=a)b", gen.rng(1)))
     assert.is_nil(gen.from_pattern("^\\p{L}+$", gen.rng(1)))
     assert.equal("Zoë", gen.fake({ type = "string", pattern = "^\\p{L}+$", example = "Zoë" }, gen.rng(1), "3.1"))
+  end)
+
+  it("keeps random lengths near the minimum under a large maximum", function()
+    for seed = 1, 20 do
+      local v = gen.fake({ type = "array", maxItems = 1000000, items = { type = "string", maxLength = 1000000 } },
+        gen.rng(seed), "3.1")
+      assert(#v <= 10, "seed " .. seed .. ": " .. #v .. " items")
+      for _, str in ipairs(v) do assert(#str <= 101, "seed " .. seed .. ": " .. #str .. " characters") end
+      local n = #gen.fake({ type = "string", minLength = 1005, maxLength = 1000000 }, gen.rng(seed), "3.1")
+      assert(n >= 1005 and n <= 1105, "seed " .. seed .. ": " .. n .. " characters")
+    end
+  end)
+
+  it("gives up on a schema whose required parts recur, as Schema too complex", function()
+    -- Two required self-references: 2^30 objects before the depth cut.
+    local node = { type = "object", required = { "l", "r" }, properties = {} }
+    node.properties.l, node.properties.r = node, node
+    local v, err = gen.fake(node, gen.rng(1), "3.1")
+    assert.is_nil(v)
+    assert.matches("too complex", err)
+    local o = { method = "GET", responses = { ["200"] = { content = {
+      ["application/json"] = { schema = node } } } } }
+    local _, p = gen.respond(o, req({ prefer = "dynamic=true" }))
+    assert.equal(500, p.status)
+    assert.equal("SCHEMA_TOO_COMPLEX", p.type)
+    -- Its static sample stays Prism's (a recurring schema gives {}).
+    assert.equal(200, (gen.respond(o, req({}))).status)
   end)
 end)

@@ -101,18 +101,8 @@ function gen.keys(t)
 end
 local keys = gen.keys
 
--- Numbers as JavaScript prints them (header values, messages): integers
--- without a fraction, others in the shortest form that reads back.
-local function js_number(n)
-  if n ~= n then return "NaN" end
-  if n == huge then return "Infinity" elseif n == -huge then return "-Infinity" end
-  if n == floor(n) and abs(n) < 1e21 then return format("%.0f", n) end
-  for digits = 15, 17 do
-    local s = format("%." .. digits .. "g", n)
-    if tonumber(s) == n then return s end
-  end
-  return format("%.17g", n)
-end
+-- Numbers as JavaScript prints them (header values, seeds).
+local js_number = jsonschema.jsnum
 
 -- Seedable random numbers -------------------------------------------------
 
@@ -975,26 +965,16 @@ function gen.from_pattern(pattern, rng, stretch, target)
 end
 
 -- Whether the string s matches pattern (anywhere, as JSON Schema's
--- pattern does), by the server's PCRE2 (moonport.core.regex, which the
--- validators use too); true when it cannot be loaded.
+-- pattern does), compiled as the validators compile it (jsonschema.regex:
+-- ECMAScript syntax on PCRE2); true when it does not compile.
 local pattern_cache = {}
-local regex_engine
 local function matches(pattern, s)
-  if regex_engine == nil then
-    local ok, regex = pcall(require, "moonport.core.regex")
-    regex_engine = ok and type(regex) == "table" and regex.new or false
+  local test = pattern_cache[pattern]
+  if test == nil then
+    test = jsonschema.regex(pattern) or false
+    pattern_cache[pattern] = test
   end
-  if not regex_engine then return true end
-  local re = pattern_cache[pattern]
-  if re == nil then
-    local ok, compiled = pcall(regex_engine, "(?s).*?(?:" .. pattern .. ").*", false)
-    re = ok and compiled or false
-    pattern_cache[pattern] = re
-  end
-  if not re then return true end
-  local ok, m = pcall(re.match, re, s)
-  if not ok then return true end
-  return m ~= nil and m ~= false
+  return not test or test(s)
 end
 
 -- Random data valid against a schema -----------------------------------------
@@ -1140,7 +1120,9 @@ local function fake_string(s, ctx)
       if fits_length(v, s) then return v end
     end
   end
-  local hi = maxlen and floor(maxlen) or max(minlen, 1) + 12
+  -- A large maxLength (a "no real limit") bounds the length, it does
+  -- not pick it: at most 100 characters past the minimum.
+  local hi = min(maxlen and floor(maxlen) or max(minlen, 1) + 12, max(minlen, 1) + 100)
   if hi < minlen then hi = minlen end
   local lo = minlen
   if lo == 0 and hi > 0 then lo = 1 end
@@ -1314,11 +1296,15 @@ end
 
 local deep_equal = jsonschema.equal
 
+-- The most schemas one dynamic value visits (gen.fake).
+local FAKE_TICKS = 20000
+
 local function fake_array(s, ctx)
   local rng = ctx.rng
   local lo = max(0, floor(tonumber(s.minItems) or 0))
   local hi = tonumber(s.maxItems)
-  hi = hi and floor(hi) or lo + (ctx.depth > 4 and 0 or 3)
+  -- Likewise a large maxItems: at most 10 items past the minimum.
+  hi = min(hi and floor(hi) or lo + (ctx.depth > 4 and 0 or 3), lo + 10)
   if ctx.depth > 4 and hi > lo then hi = lo end
   if hi < lo then hi = lo end
   local prefix = s.prefixItems
@@ -1443,6 +1429,8 @@ function fake(s, ctx)
   if s == nil or s == true then s = {} end
   if s == false or type(s) ~= "table" then return nil end
   if ctx.depth > 30 then return nil end
+  ctx.ticks = ctx.ticks - 1
+  if ctx.ticks < 0 then error(TOO_COMPLEX, 0) end
   ctx.depth = ctx.depth + 1
   local v = (function()
     if is_list(s.allOf) then return fake(flatten(s), ctx) end
@@ -1492,10 +1480,19 @@ end
 -- arrays within minItems/maxItems (uniqueItems, contains), allOf merged,
 -- one oneOf branch (checked against the others when a validator is at
 -- hand), not. Recursion is cut below a depth of 30 (optional parts are
--- left out from depth 5).
+-- left out from depth 5). Returns the value, or nil and a message when
+-- it takes over 20,000 schema visits (required properties that recur,
+-- oneOf retried at every level, a huge minItems): the caller's 500
+-- "Schema too complex", as with gen.sample, rather than unbounded work.
 -- @usage local v = gen.fake(schema, gen.rng(42), "3.1")
 function gen.fake(schema, rng, version)
-  return fake(schema, { rng = rng or gen.rng(), version = version or "3.0", depth = 0 })
+  local ctx = { rng = rng or gen.rng(), version = version or "3.0", depth = 0, ticks = FAKE_TICKS }
+  local ok, v = pcall(fake, schema, ctx)
+  if not ok then
+    if v == TOO_COMPLEX then return nil, "the schema is too complex to generate" end
+    error(v, 0)
+  end
+  return v
 end
 
 -- Responses as Prism chooses them -----------------------------------------------
@@ -1569,9 +1566,11 @@ local function parse_prefer(header)
   return result
 end
 
+-- JSON.stringify of a decoded preference (true or a string): control
+-- characters a percent-encoded query brings are escaped as there.
 local function js_stringify(v)
-  if v == true then return "true" end
-  return '"' .. gsub(tostring(v), '["\\]', "\\%0") .. '"'
+  local ok, text = pcall(json.encode, v)
+  return ok and text or '"' .. tostring(v) .. '"'
 end
 
 -- The preferences of a request: { code = 404, example = "name",
@@ -1596,7 +1595,8 @@ local function preferences(req)
   if raw.code ~= nil then
     if type(raw.code) ~= "string" then bad("code", raw.code, "string")
     elseif not find(raw.code, "^%d%d%d$") then bad("code", raw.code, "a number")
-    else out.code = tonumber(raw.code) end
+    -- Prism tests the decoded number for truth: 000 asks for no code.
+    elseif tonumber(raw.code) ~= 0 then out.code = tonumber(raw.code) end
   end
   if raw.dynamic ~= nil then
     if type(raw.dynamic) ~= "string" then bad("dynamic", raw.dynamic, "string")
